@@ -1,0 +1,59 @@
+import Fastify, { type FastifyInstance, LogController } from 'fastify'
+import { TokenVerifier } from './auth/token-verifier.js'
+import type { Config } from './config.js'
+import { installErrorHandler } from './http/error-handler.js'
+import { registerJsonBodyParser } from './http/json-body.js'
+import { installRequestLogging, requestIdFrom } from './http/request-logging.js'
+import { installValidators } from './http/validators.js'
+import { ApiError } from './errors.js'
+import { registerOpenApi } from './openapi/document.js'
+import { healthRoutes } from './routes/health.js'
+import { methodNotAllowed } from './routes/method-not-allowed.js'
+import { plantRoutes } from './routes/plants.js'
+import { sharedSchemas } from './schemas/shared.js'
+import type { Storage } from './storage/storage.js'
+
+/**
+ * The only way the HTTP app is built: the server, the CLI and every test call this with a config
+ * and a storage adapter. It does not listen; see server.ts.
+ */
+export async function buildApp(config: Config, storage: Storage): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: {
+      level: config.logLevel,
+      redact: { paths: ['req.headers.authorization', 'headers.authorization'], censor: '[redacted]' },
+    },
+    // One line per request, written by installRequestLogging, instead of Fastify's two.
+    logController: new LogController({ disableRequestLogging: true }),
+    genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
+    bodyLimit: config.bodyLimit,
+    // A slow-loris client must not hold a socket: headers within headersTimeout, checked every second.
+    http: { headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: 1000 },
+    requestTimeout: config.requestTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    forceCloseConnections: 'idle',
+    return503OnClosing: true,
+    exposeHeadRoutes: true,
+  })
+
+  for (const schema of sharedSchemas) app.addSchema(schema)
+  installValidators(app, sharedSchemas)
+  installErrorHandler(app, config.bodyLimit)
+  installRequestLogging(app)
+  registerJsonBodyParser(app)
+  app.setNotFoundHandler(async (request) => {
+    throw new ApiError('ROUTE_NOT_FOUND', `no route for ${request.method} ${request.url.split('?')[0]}`)
+  })
+
+  await registerOpenApi(app)
+  const verifier = new TokenVerifier(storage, config.tokenCacheMs)
+  plantRoutes(app, storage, verifier)
+  healthRoutes(app, storage)
+  methodNotAllowed(app, '/plants', ['GET', 'POST'])
+  methodNotAllowed(app, '/plants/:id', ['GET', 'DELETE'])
+  methodNotAllowed(app, '/openapi.json', ['GET'])
+  methodNotAllowed(app, '/healthz', ['GET'])
+  methodNotAllowed(app, '/readyz', ['GET'])
+  await app.ready()
+  return app
+}

@@ -1,0 +1,41 @@
+import { createHash, randomBytes } from 'node:crypto'
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
+
+export const TOKEN_PREFIX = 'pst_'
+export const SCOPES = ['plants:read', 'plants:write'] as const
+export type Scope = (typeof SCOPES)[number]
+
+/** Uniform base62 characters: bytes of 248 and above are dropped so no character is favoured. */
+export function randomBase62(length: number): string {
+  let out = ''
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      if (byte < 248 && out.length < length) out += BASE62[byte % 62]
+    }
+  }
+  return out
+}
+
+/** A new secret: `pst_` + 43 base62 characters (about 256 bits). */
+export function generateTokenSecret(): string {
+  return TOKEN_PREFIX + randomBase62(43)
+}
+
+export function generateTokenId(): string {
+  return `tok_${randomBase62(16)}`
+}
+
+/** Only this hash is stored; lookups hash the presented token and search by it. */
+export function hashToken(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex')
+}
+
+/** Parses durations like `30d`, `12h`, `15m`, `45s`, `2w`; undefined when malformed. */
+export function parseDuration(text: string): number | undefined {
+  const match = /^(\d+)\s*(s|m|h|d|w)$/.exec(text.trim())
+  if (!match) return undefined
+  const unit = { s: 1, m: 60, h: 3600, d: 86400, w: 604800 }[match[2] as 's' | 'm' | 'h' | 'd' | 'w']
+  const ms = Number(match[1]) * unit * 1000
+  return ms > 0 ? ms : undefined
+}

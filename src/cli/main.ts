@@ -1,0 +1,48 @@
+#!/usr/bin/env node
+import { ConfigError, loadConfig } from '../config.js'
+import { openStorage } from '../storage/open.js'
+import { CommandError, UsageError } from './output.js'
+import { serveCommand } from './serve.js'
+import { tokensCommand, tokensUsage } from './tokens.js'
+
+const usage = `Usage:
+plant-store serve
+plant-store migrate
+${tokensUsage}
+
+Configuration comes from the environment (PORT, HOST, PLANT_STORE_DB, DATABASE_URL, LOG_LEVEL, BODY_LIMIT, ...);
+see the README.`
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...args] = argv
+  if (!command || command === 'help' || command === '--help' || command === '-h') {
+    process.stdout.write(`${usage}\n`)
+    return
+  }
+  const known = ['serve', 'migrate', 'tokens']
+  if (!known.includes(command)) throw new UsageError(`unknown command "${command}"`)
+  const config = loadConfig()
+  const storage = await openStorage(config)
+  if (command === 'serve') return serveCommand(config, storage, args)
+  try {
+    if (command === 'migrate') {
+      // Opening the store applied any pending migration; say where it stands.
+      process.stdout.write(`migrations applied: ${storage.kind} store is up to date\n`)
+    } else await tokensCommand(storage, args)
+  } finally {
+    await storage.close()
+  }
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof UsageError || (error instanceof Error && error.name === 'TypeError' && 'code' in error)) {
+    process.stderr.write(`plant-store: ${error.message}\n\n${usage}\n`)
+    process.exit(2)
+  }
+  if (error instanceof ConfigError || error instanceof CommandError) {
+    process.stderr.write(`plant-store: ${error.message}\n`)
+    process.exit(1)
+  }
+  process.stderr.write(`plant-store: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`)
+  process.exit(1)
+})

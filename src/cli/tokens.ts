@@ -1,0 +1,93 @@
+import { parseArgs } from 'node:util'
+import { generateTokenId, generateTokenSecret, hashToken, parseDuration, SCOPES } from '../auth/token-format.js'
+import type { Storage, TokenRecord } from '../storage/storage.js'
+import { CommandError, print, table, UsageError } from './output.js'
+
+export const tokensUsage = `plant-store tokens create --name NAME [--scopes plants:read,plants:write] [--expires-in 30d]
+plant-store tokens list [--json]
+plant-store tokens revoke ID`
+
+const describe = (token: TokenRecord, now: Date) => ({
+  id: token.id,
+  name: token.name,
+  scopes: token.scopes,
+  created: token.createdAt.toISOString(),
+  expires: token.expiresAt?.toISOString() ?? null,
+  lastUsed: token.lastUsedAt?.toISOString() ?? null,
+  revoked: token.revokedAt?.toISOString() ?? null,
+  status: token.revokedAt ? 'revoked' : token.expiresAt && token.expiresAt <= now ? 'expired' : 'active',
+})
+
+async function create(storage: Storage, args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: { name: { type: 'string' }, scopes: { type: 'string' }, 'expires-in': { type: 'string' } },
+    strict: true,
+  })
+  const name = values.name?.trim()
+  if (!name) throw new UsageError('tokens create needs --name NAME')
+  const scopes = (values.scopes ?? SCOPES.join(','))
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+  const unknown = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s))
+  if (unknown.length || scopes.length === 0) {
+    throw new UsageError(`--scopes must be a comma-separated list of ${SCOPES.join(', ')}; got "${values.scopes}"`)
+  }
+  let expiresAt: Date | null = null
+  if (values['expires-in'] !== undefined) {
+    const ms = parseDuration(values['expires-in'])
+    if (ms === undefined) throw new UsageError('--expires-in must look like 30d, 12h, 15m, 45s or 2w')
+    expiresAt = new Date(Date.now() + ms)
+  }
+  const secret = generateTokenSecret()
+  await storage.createToken({
+    id: generateTokenId(),
+    name,
+    scopes: [...new Set(scopes)],
+    hash: hashToken(secret),
+    createdAt: new Date(),
+    expiresAt,
+    lastUsedAt: null,
+    revokedAt: null,
+  })
+  // The secret alone on stdout, so `TOKEN=$(plant-store tokens create ...)` works; it is shown once.
+  print(secret)
+}
+
+async function list(storage: Storage, args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: { json: { type: 'boolean' } }, strict: true })
+  const now = new Date()
+  const tokens = (await storage.listTokens()).map((token) => describe(token, now))
+  if (values.json) {
+    print(JSON.stringify(tokens, null, 2))
+    return
+  }
+  const rows = tokens.map((t) => ({
+    ...t,
+    scopes: t.scopes.join(','),
+    expires: t.expires ?? 'never',
+    lastUsed: t.lastUsed ?? 'never',
+    revoked: t.revoked ?? '',
+  }))
+  print(table(rows, ['id', 'name', 'scopes', 'status', 'created', 'expires', 'lastUsed']))
+}
+
+async function revoke(storage: Storage, args: string[]): Promise<void> {
+  const { positionals } = parseArgs({ args, allowPositionals: true, strict: true })
+  const id = positionals[0]
+  if (!id || positionals.length > 1) throw new UsageError('tokens revoke needs exactly one token ID')
+  if (!(await storage.revokeToken(id))) {
+    const known = (await storage.listTokens()).some((token) => token.id === id)
+    throw new CommandError(known ? `token ${id} is already revoked` : `no token with id ${id}`)
+  }
+  print(`revoked ${id}`)
+}
+
+export async function tokensCommand(storage: Storage, args: string[]): Promise<void> {
+  const [action, ...rest] = args
+  if (action === 'create') return create(storage, rest)
+  if (action === 'list') return list(storage, rest)
+  if (action === 'revoke') return revoke(storage, rest)
+  throw new UsageError(`unknown tokens command "${action ?? ''}"`)
+}

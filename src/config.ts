@@ -1,0 +1,116 @@
+import path from 'node:path'
+
+/**
+ * Every setting the service reads from the environment, with its default and the rule it must
+ * satisfy. The README's configuration table mirrors this list; `loadConfig` is the only reader.
+ */
+export interface Config {
+  port: number
+  host: string
+  /** Path of the embedded SQLite file; ignored when `databaseUrl` is set. */
+  dbPath: string
+  /** `postgres://...`; selects the PostgreSQL store when present. */
+  databaseUrl: string | undefined
+  dbPoolSize: number
+  dbStatementTimeoutMs: number
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+  bodyLimit: number
+  /** A client must have sent all its headers within this time. */
+  headersTimeoutMs: number
+  /** Whole-request limit, headers and body. */
+  requestTimeoutMs: number
+  keepAliveTimeoutMs: number
+  shutdownTimeoutMs: number
+  /** How long a token lookup may be served from memory; bounds how late a revocation bites. */
+  tokenCacheMs: number
+  /** `full`: a 200 waits for fsync (survives power loss). `normal`: survives a process crash. */
+  sqliteSync: 'full' | 'normal'
+  webhookTimeoutMs: number
+  webhookMaxAttempts: number
+  webhookBackoffBaseMs: number
+  webhookBackoffMaxMs: number
+  webhookPollMs: number
+  webhookLeaseMs: number
+  /** Run the webhook delivery worker in this process. */
+  webhookWorker: boolean
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+type Env = Record<string, string | undefined>
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be a whole number, got "${raw}"`)
+  const value = Number(raw.trim())
+  if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`)
+  return value
+}
+
+function oneOf<T extends string>(env: Env, name: string, fallback: T, allowed: readonly T[]): T {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  const value = raw.trim().toLowerCase() as T
+  if (!allowed.includes(value)) throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`)
+  return value
+}
+
+/** Sizes accept a plain byte count or a number with KiB/MiB (also kb/mb, k/m). */
+function bytes(env: Env, name: string, fallback: number): number {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  const match = /^(\d+)\s*(b|k|kb|kib|m|mb|mib)?$/i.exec(raw.trim())
+  if (!match) throw new ConfigError(`${name} must be a size such as 16384, 16KiB or 1MiB, got "${raw}"`)
+  const unit = (match[2] ?? 'b').toLowerCase()
+  const factor = unit.startsWith('m') ? 1024 * 1024 : unit.startsWith('k') ? 1024 : 1
+  const value = Number(match[1]) * factor
+  if (value < 1 || value > 64 * 1024 * 1024) throw new ConfigError(`${name} must be between 1 byte and 64MiB, got "${raw}"`)
+  return value
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  const value = raw.trim().toLowerCase()
+  if (['1', 'true', 'yes', 'on'].includes(value)) return true
+  if (['0', 'false', 'no', 'off'].includes(value)) return false
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`)
+}
+
+function databaseUrl(env: Env): string | undefined {
+  const raw = env.DATABASE_URL
+  if (raw === undefined || raw === '') return undefined
+  if (!/^postgres(ql)?:\/\//.test(raw)) throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://')
+  return raw
+}
+
+/** Reads and checks the environment; throws a ConfigError naming the first bad variable. */
+export function loadConfig(env: Env = process.env): Config {
+  const host = env.HOST?.trim() || '127.0.0.1'
+  return {
+    port: int(env, 'PORT', 8080, 0, 65535),
+    host,
+    dbPath: path.resolve(env.PLANT_STORE_DB?.trim() || './data/plant-store.db'),
+    databaseUrl: databaseUrl(env),
+    dbPoolSize: int(env, 'DB_POOL_SIZE', 10, 1, 1000),
+    dbStatementTimeoutMs: int(env, 'DB_STATEMENT_TIMEOUT_MS', 5000, 1, 3_600_000),
+    logLevel: oneOf(env, 'LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    bodyLimit: bytes(env, 'BODY_LIMIT', 16 * 1024),
+    headersTimeoutMs: int(env, 'HEADERS_TIMEOUT_MS', 10_000, 1, 3_600_000),
+    requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1, 3_600_000),
+    keepAliveTimeoutMs: int(env, 'KEEP_ALIVE_TIMEOUT_MS', 5_000, 1, 3_600_000),
+    shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 3_600_000),
+    tokenCacheMs: int(env, 'TOKEN_CACHE_MS', 1_000, 0, 1_000),
+    sqliteSync: oneOf(env, 'SQLITE_SYNC', 'full', ['full', 'normal']),
+    webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 1, 600_000),
+    webhookMaxAttempts: int(env, 'WEBHOOK_MAX_ATTEMPTS', 18, 1, 1000),
+    webhookBackoffBaseMs: int(env, 'WEBHOOK_BACKOFF_BASE_MS', 5_000, 1, 86_400_000),
+    webhookBackoffMaxMs: int(env, 'WEBHOOK_BACKOFF_MAX_MS', 4 * 3_600_000, 1, 7 * 86_400_000),
+    webhookPollMs: int(env, 'WEBHOOK_POLL_MS', 1_000, 10, 600_000),
+    webhookLeaseMs: int(env, 'WEBHOOK_LEASE_MS', 60_000, 100, 86_400_000),
+    webhookWorker: bool(env, 'WEBHOOK_WORKER', true),
+  }
+}

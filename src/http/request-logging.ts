@@ -1,0 +1,29 @@
+import { randomUUID } from 'node:crypto'
+import type { FastifyInstance } from 'fastify'
+
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+
+/** Accepts a caller's X-Request-Id when it is short and plain (it goes into logs), else makes one. */
+export function requestIdFrom(header: string | string[] | undefined): string {
+  const value = Array.isArray(header) ? header[0] : header
+  return value && SAFE_REQUEST_ID.test(value) ? value : randomUUID()
+}
+
+/** One JSON line per request, written when the response is done; headers are never logged. */
+export function installRequestLogging(app: FastifyInstance): void {
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id)
+  })
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      {
+        method: request.method,
+        route: request.routeOptions.url ?? null,
+        url: request.url,
+        status: reply.statusCode,
+        durationMs: Math.round(reply.elapsedTime * 100) / 100,
+      },
+      'request',
+    )
+  })
+}

@@ -1,0 +1,29 @@
+import { Ajv, type ValidateFunction } from 'ajv'
+import type { FastifyInstance } from 'fastify'
+
+// OpenAPI's integer formats are documentation; the int64 range is enforced exactly in int64.ts.
+const formats = { int64: true, int32: true } as const
+
+/**
+ * Two validators. Bodies are checked as sent: no type coercion, so `"id": "5"` or `"name": 5` is a
+ * 400, not silently converted. Path and query values are text by nature, so they are coerced, but
+ * on a copy: handlers still see the original text and convert ids exactly (a double would round
+ * 9007199254740993).
+ */
+export function installValidators(app: FastifyInstance, sharedSchemas: object[]): void {
+  const bodyAjv = new Ajv({ coerceTypes: false, useDefaults: true, allErrors: false, strict: false, formats })
+  for (const schema of sharedSchemas) bodyAjv.addSchema(schema)
+  const textAjv = new Ajv({ coerceTypes: 'array', useDefaults: true, allErrors: false, strict: false, formats })
+
+  app.setValidatorCompiler(({ schema, httpPart }) => {
+    if (httpPart === 'body') return bodyAjv.compile(schema)
+    const validate: ValidateFunction = textAjv.compile(schema)
+    const onCopy = (data: unknown) => {
+      const ok = validate(typeof data === 'object' && data !== null ? { ...data } : data)
+      onCopy.errors = validate.errors
+      return ok
+    }
+    onCopy.errors = null as ValidateFunction['errors']
+    return onCopy
+  })
+}

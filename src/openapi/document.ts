@@ -1,0 +1,51 @@
+import swagger from '@fastify/swagger'
+import type { FastifyInstance } from 'fastify'
+import { errorCatalog } from '../errors.js'
+import { newPlantWebhook } from './webhook-doc.js'
+
+/**
+ * What the seed leaves "not shown" and how this service decides it. The README carries the same
+ * list; both are read by people choosing whether to trust the service.
+ */
+const decisions = `
+Decisions where the seed description says "not shown":
+
+- **Tokens**: opaque bearer tokens \`pst_\` + 43 base62 characters, issued and revoked by an operator
+  with \`plant-store tokens\`; only their SHA-256 is stored. Scopes \`plants:read\` and \`plants:write\`;
+  optional expiry. A revocation takes effect within 1 second on every instance.
+- **Limits**: \`name\` 1 to 200 characters, \`tag\` 1 to 100 characters, any \`tag\` value allowed,
+  bodies up to 16 KiB by default (BODY_LIMIT).
+- **Identity**: \`id\` is unique and is any int64, kept exact end to end (never rounded through a
+  double). \`name\` is not unique. Unknown body properties are accepted, ignored and never stored.
+- **Replays**: the same id with the same name and tag answers 200 again and stores nothing; with
+  another name or tag (adding or removing a tag included) it answers 409.
+- **Errors**: \`error\` holds the HTTP status; \`message\` names the field and the rule; \`code\` is a stable
+  catalog code (${Object.keys(errorCatalog).join(', ')}); \`details\` lists each field at fault.
+  Statuses beyond the seed's 400: 401, 403, 404, 405, 409, 413, 415, 500, 503.
+- **Durability**: a 200 is sent only after the plant is committed to disk.
+- **Read, list, delete and webhooks** come from the fuller public sample this seed was trimmed from.
+`
+
+/** Registers @fastify/swagger; routes declared after this appear in the document. */
+export async function registerOpenApi(app: FastifyInstance): Promise<void> {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'OpenAPI Plant Store',
+        version: '1.0.0',
+        description: `A sample API that uses a plant store as an example to demonstrate features in the OpenAPI specification.\n${decisions}`,
+        license: { name: 'MIT', identifier: 'MIT' },
+      },
+      components: {
+        securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } },
+      },
+      // The hand-written webhook object is valid OpenAPI 3.1; openapi-types' 3.0 typings do not know it.
+      webhooks: newPlantWebhook as never,
+    },
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
+    },
+  })
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+}

@@ -1,0 +1,166 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { Type } from 'typebox'
+import { requireScope } from '../auth/bearer-auth.js'
+import type { TokenVerifier } from '../auth/token-verifier.js'
+import { ApiError } from '../errors.js'
+import { errorResponses } from '../schemas/error.js'
+import { type NewPlantBody, PlantIdParams } from '../schemas/plant.js'
+import type { Plant, Storage } from '../storage/storage.js'
+import { bodyId, textId } from './plant-ids.js'
+
+const bearer = [{ bearerAuth: [] }]
+const DEFAULT_LIMIT = 100
+
+const ListQuery = Type.Object({
+  limit: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: 1000, default: DEFAULT_LIMIT, description: 'Page size, 1 to 1000.' }),
+  ),
+  after: Type.Optional(
+    Type.Integer({ format: 'int64', description: 'Keyset cursor: only plants with a larger id are returned.' }),
+  ),
+  tag: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Only plants with exactly this tag.' })),
+})
+
+/** The webhook body and the stored record share one JSON text, with the id printed exactly. */
+export function newPlantJson(plant: Plant): string {
+  const tag = plant.tag === undefined ? '' : `,"tag":${JSON.stringify(plant.tag)}`
+  return `{"id":${plant.id},"name":${JSON.stringify(plant.name)}${tag}}`
+}
+
+const publicPlant = (plant: Plant) => (plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag })
+
+/** Builds the `Link: <...>; rel="next"` URL from the request's own origin and filters. */
+function nextLink(request: FastifyRequest, limit: number, after: bigint, tag: string | undefined): string {
+  const params = new URLSearchParams({ limit: String(limit), after: String(after) })
+  if (tag !== undefined) params.set('tag', tag)
+  return `<${request.protocol}://${request.host}/plants?${params}>; rel="next"`
+}
+
+export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: TokenVerifier): void {
+  const canRead = requireScope(verifier, 'plants:read')
+  const canWrite = requireScope(verifier, 'plants:write')
+
+  app.post<{ Body: NewPlantBody }>(
+    '/plants',
+    {
+      onRequest: canWrite,
+      schema: {
+        operationId: 'addPlant',
+        summary: 'Create a plant',
+        description:
+          'Creates a new plant in the store. Replaying the same id with the same name and tag answers 200 and ' +
+          'stores nothing new; the same id with another name or tag answers 409. A 200 is sent only after the ' +
+          'plant is committed durably.',
+        security: bearer,
+        body: Type.Ref('NewPlant'),
+        response: {
+          200: { ...Type.Ref('Plant'), description: 'plant response' },
+          ...errorResponses(400, 401, 403, 409, 413, 415, 500, 503),
+        },
+      },
+    },
+    async (request) => {
+      const body = request.body
+      const plant: Plant = { id: bodyId(body), name: body.name }
+      if (body.tag !== undefined) plant.tag = body.tag
+      const outcome = await storage.createPlant(plant, newPlantJson(plant))
+      if (outcome.kind === 'conflict') {
+        const fields = ['name', 'tag'].filter((field) => outcome.existing[field as 'name'] !== plant[field as 'name'])
+        throw new ApiError(
+          'PLANT_CONFLICT',
+          `id ${plant.id} already belongs to a plant with a different ${fields.join(' and ')}; ` +
+            'resend the same name and tag, or use another id',
+          { details: fields.map((field) => ({ field, rule: 'differs from the stored plant with this id' })) },
+        )
+      }
+      return publicPlant(plant)
+    },
+  )
+
+  // Query and path values stay text (see http/validators.ts); ids are converted exactly here.
+  app.get<{ Querystring: Record<string, string | undefined> }>(
+    '/plants',
+    {
+      onRequest: canRead,
+      schema: {
+        operationId: 'listPlants',
+        summary: 'List plants by id, ascending',
+        description:
+          'Keyset pagination: when more plants remain, a `Link: <...>; rel="next"` header carries the next ' +
+          'page URL; the last page has none.',
+        security: bearer,
+        querystring: ListQuery,
+        response: {
+          200: {
+            ...Type.Ref('PlantList'),
+            description: 'A page of plants ordered by id',
+            headers: {
+              Link: { type: 'string', description: 'RFC 8288 link to the next page, rel="next"; absent on the last page.' },
+            },
+          },
+          ...errorResponses(400, 401, 403, 500, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const query = request.query
+      const limit = query.limit === undefined ? DEFAULT_LIMIT : Number(query.limit)
+      const after = query.after === undefined ? undefined : textId(query.after, 'after', 'query parameter')
+      const tag = query.tag
+      const rows = await storage.listPlants({ after, tag, limit: limit + 1 })
+      const page = rows.slice(0, limit)
+      const last = page.at(-1)
+      if (rows.length > limit && last) reply.header('link', nextLink(request, limit, last.id, tag))
+      return page
+    },
+  )
+
+  const byId = {
+    security: bearer,
+    params: PlantIdParams,
+  }
+
+  app.get<{ Params: { id: string } }>(
+    '/plants/:id',
+    {
+      onRequest: canRead,
+      schema: {
+        ...byId,
+        operationId: 'getPlant',
+        summary: 'Read one plant',
+        response: {
+          200: { ...Type.Ref('StoredPlant'), description: 'The plant, with its id' },
+          ...errorResponses(400, 401, 403, 404, 500, 503),
+        },
+      },
+    },
+    async (request) => {
+      const id = textId(request.params.id, 'id', 'path parameter')
+      const plant = await storage.getPlant(id)
+      if (!plant) throw new ApiError('NOT_FOUND', `no plant with id ${id}`)
+      return plant
+    },
+  )
+
+  app.delete<{ Params: { id: string } }>(
+    '/plants/:id',
+    {
+      onRequest: canWrite,
+      schema: {
+        ...byId,
+        operationId: 'deletePlant',
+        summary: 'Delete one plant',
+        description: 'The id can be created again afterwards.',
+        response: {
+          204: { type: 'null', description: 'Deleted; no body' },
+          ...errorResponses(400, 401, 403, 404, 500, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const id = textId(request.params.id, 'id', 'path parameter')
+      if (!(await storage.deletePlant(id))) throw new ApiError('NOT_FOUND', `no plant with id ${id}`)
+      return reply.code(204).send()
+    },
+  )
+}

@@ -1,0 +1,46 @@
+import { Type } from 'typebox'
+import { errorCatalog } from '../errors.js'
+
+/** The seed's Error shape, with the catalog code and per-field details added as optional extras. */
+export const ErrorBody = Type.Object(
+  {
+    error: Type.Integer({ format: 'int32', description: 'Numeric error value: the HTTP status code.' }),
+    message: Type.String({ description: 'Error message text; names the field and the rule it broke.' }),
+    code: Type.Optional(
+      Type.String({
+        description: 'Stable machine-readable code from the error catalog.',
+        enum: Object.keys(errorCatalog),
+      }),
+    ),
+    details: Type.Optional(
+      Type.Array(
+        Type.Object({
+          field: Type.String({ description: 'The field, parameter or header at fault.' }),
+          rule: Type.String({ description: 'The rule it broke.' }),
+        }),
+      ),
+    ),
+  },
+  { $id: 'Error' },
+)
+
+const statusText: Record<number, string> = {
+  400: 'Bad request: malformed JSON or a field that breaks a rule',
+  401: 'Missing, unknown, revoked or expired bearer token',
+  403: 'The token lacks the scope this operation needs',
+  404: 'Not found',
+  409: 'Conflict with the stored plant of the same id',
+  413: 'Body larger than the configured limit',
+  415: 'Content-Type is not application/json',
+  500: 'Unexpected server error',
+  503: 'Store unavailable; retry later',
+}
+
+/** Declares the given error statuses, all with the Error body, for a route's `response` schema. */
+export function errorResponses(...statuses: number[]): Record<number, unknown> {
+  const responses: Record<number, unknown> = {}
+  for (const status of statuses) {
+    responses[status] = { ...Type.Ref('Error'), description: statusText[status] ?? 'Error' }
+  }
+  return responses
+}

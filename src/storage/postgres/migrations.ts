@@ -1,0 +1,102 @@
+import type postgres from 'postgres'
+
+/** A postgres.js client configured to read int8 as `bigint` (see `createPostgresClient`). */
+export type PgSql = postgres.Sql<{ bigint: bigint }>
+
+/**
+ * PostgreSQL schema, one entry per version, mirroring `../sqlite/migrations.ts` version for version.
+ * Applied in order, each in its own transaction, and recorded in `schema_migrations`; an applied
+ * entry is never edited, only followed by a new one.
+ *
+ * Differences from SQLite, all deliberate: ids that are int64 are BIGINT; instants are TIMESTAMPTZ
+ * (readable in psql, and the adapter converts them to and from `Date`); the outbox has one extra
+ * partial index so that the per-subscriber claim query reads only what it leases.
+ */
+export const postgresMigrations: { version: number; name: string; sql: string }[] = [
+  {
+    version: 1,
+    name: 'plants and tokens',
+    sql: `
+      CREATE TABLE plants (
+        id BIGINT PRIMARY KEY,
+        name TEXT NOT NULL,
+        tag TEXT,
+        created_at TIMESTAMPTZ NOT NULL
+      );
+      CREATE INDEX plants_tag_id ON plants (tag, id);
+      CREATE TABLE tokens (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        scopes TEXT NOT NULL,
+        token_hash TEXT NOT NULL UNIQUE,
+        created_at TIMESTAMPTZ NOT NULL,
+        expires_at TIMESTAMPTZ,
+        last_used_at TIMESTAMPTZ,
+        revoked_at TIMESTAMPTZ
+      );`,
+  },
+  {
+    version: 2,
+    name: 'webhook subscriptions and outbox',
+    sql: `
+      CREATE TABLE webhook_subscriptions (
+        id TEXT PRIMARY KEY,
+        url TEXT NOT NULL,
+        secret TEXT NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL
+      );
+      CREATE TABLE webhook_deliveries (
+        id TEXT PRIMARY KEY,
+        subscription_id TEXT NOT NULL,
+        plant_id BIGINT NOT NULL,
+        payload TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at TIMESTAMPTZ NOT NULL,
+        lease_owner TEXT,
+        lease_until TIMESTAMPTZ,
+        last_attempt_at TIMESTAMPTZ,
+        last_status INTEGER,
+        last_error TEXT,
+        created_at TIMESTAMPTZ NOT NULL
+      );
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at);
+      CREATE INDEX webhook_deliveries_recent ON webhook_deliveries (created_at);
+      CREATE INDEX webhook_deliveries_pending_by_subscription ON webhook_deliveries (subscription_id, next_attempt_at)
+        WHERE status = 'pending';`,
+  },
+]
+
+/**
+ * Fixed key of the advisory lock that serialises migration runs across every instance sharing the
+ * database ("plantstr" in ASCII, so it is recognisable in pg_locks).
+ */
+export const MIGRATION_LOCK_KEY = 0x706c616e74737472n
+
+/**
+ * Applies pending migrations and resolves to the versions this call applied (empty when the schema
+ * was already current). Safe to run from several instances at once: every migration transaction
+ * first takes a transaction-scoped advisory lock, then re-reads `schema_migrations`, so a version
+ * is applied exactly once and latecomers wait for it rather than failing on "relation exists".
+ */
+export async function migratePostgres(sql: PgSql): Promise<number[]> {
+  const applied: number[] = []
+  for (const migration of postgresMigrations) {
+    const ran = await sql.begin(async (tx) => {
+      // DDL on a large table may outlast the per-request statement timeout set on the pool.
+      await tx`SET LOCAL statement_timeout = '15min'`
+      await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`
+      // Under the lock: two instances creating it at once would collide in pg_type otherwise.
+      await tx`CREATE TABLE IF NOT EXISTS schema_migrations (
+        version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL)`
+      const done = await tx`SELECT 1 FROM schema_migrations WHERE version = ${migration.version}`
+      if (done.length > 0) return false
+      await tx.unsafe(migration.sql)
+      await tx`INSERT INTO schema_migrations (version, name, applied_at)
+        VALUES (${migration.version}, ${migration.name}, now())`
+      return true
+    })
+    if (ran) applied.push(migration.version)
+  }
+  return applied
+}

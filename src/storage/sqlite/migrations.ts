@@ -1,0 +1,56 @@
+/**
+ * SQLite schema, one entry per version. Applied in order, each in its own transaction, and
+ * recorded in `schema_migrations`; an applied entry is never edited, only followed by a new one.
+ */
+export const sqliteMigrations: { version: number; name: string; sql: string }[] = [
+  {
+    version: 1,
+    name: 'plants and tokens',
+    sql: `
+      CREATE TABLE plants (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        tag TEXT,
+        created_at INTEGER NOT NULL
+      );
+      CREATE INDEX plants_tag_id ON plants (tag, id);
+      CREATE TABLE tokens (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        scopes TEXT NOT NULL,
+        token_hash TEXT NOT NULL UNIQUE,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER,
+        last_used_at INTEGER,
+        revoked_at INTEGER
+      );`,
+  },
+  {
+    version: 2,
+    name: 'webhook subscriptions and outbox',
+    sql: `
+      CREATE TABLE webhook_subscriptions (
+        id TEXT PRIMARY KEY,
+        url TEXT NOT NULL,
+        secret TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      );
+      CREATE TABLE webhook_deliveries (
+        id TEXT PRIMARY KEY,
+        subscription_id TEXT NOT NULL,
+        plant_id INTEGER NOT NULL,
+        payload TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at INTEGER NOT NULL,
+        lease_owner TEXT,
+        lease_until INTEGER,
+        last_attempt_at INTEGER,
+        last_status INTEGER,
+        last_error TEXT,
+        created_at INTEGER NOT NULL
+      );
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at);
+      CREATE INDEX webhook_deliveries_recent ON webhook_deliveries (created_at);`,
+  },
+]

@@ -1,0 +1,131 @@
+/**
+ * The storage port. Routes, the auth layer, the webhook worker and the CLI speak only this
+ * interface; `storage/open.ts` is the one place that picks an adapter (SQLite or PostgreSQL).
+ * Every adapter passes the same contract suite in `test/storage/`.
+ */
+
+export interface Plant {
+  id: bigint
+  name: string
+  tag?: string
+}
+
+/** `created`: stored now. `replayed`: the same plant was already stored. `conflict`: the id holds another plant. */
+export type CreateOutcome = { kind: 'created' } | { kind: 'replayed' } | { kind: 'conflict'; existing: Plant }
+
+export interface ListQuery {
+  /** Only ids strictly greater than this (keyset pagination). */
+  after?: bigint
+  tag?: string
+  limit: number
+}
+
+export interface TokenRecord {
+  id: string
+  name: string
+  scopes: string[]
+  /** Hex SHA-256 of the secret; the secret itself is never stored. */
+  hash: string
+  createdAt: Date
+  expiresAt: Date | null
+  lastUsedAt: Date | null
+  revokedAt: Date | null
+}
+
+export interface Subscription {
+  id: string
+  url: string
+  secret: string
+  createdAt: Date
+}
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed'
+
+export interface Delivery {
+  /** The Standard Webhooks `webhook-id`: one per event and subscriber, stable across retries. */
+  id: string
+  subscriptionId: string
+  plantId: bigint
+  /** The exact JSON body sent, with `id` printed digit for digit. */
+  payload: string
+  status: DeliveryStatus
+  attempts: number
+  nextAttemptAt: Date
+  lastAttemptAt: Date | null
+  lastStatus: number | null
+  lastError: string | null
+  createdAt: Date
+}
+
+/** A delivery leased to one worker, with what it needs to send it. */
+export interface LeasedDelivery extends Delivery {
+  url: string
+  secret: string
+}
+
+export interface ClaimRequest {
+  owner: string
+  now: Date
+  leaseUntil: Date
+  limit: number
+  /** At most this many per subscriber in one claim, so one busy subscriber cannot take them all. */
+  perSubscription: number
+  /** Subscribers this worker is already saturated with; none of theirs are claimed. */
+  excludeSubscriptions: string[]
+}
+
+export interface AttemptResult {
+  deliveryId: string
+  leaseOwner: string
+  ok: boolean
+  status: number | null
+  error: string | null
+  at: Date
+  /** When to try again; null marks the delivery failed for good (or delivered when ok). */
+  retryAt: Date | null
+}
+
+export interface Storage {
+  /** `sqlite` or `postgres`, for logs and /readyz. */
+  readonly kind: string
+
+  /**
+   * Stores the plant unless its id is taken. On `created`, one outbox delivery per current webhook
+   * subscriber is written in the same transaction. Resolves only once the transaction is durable.
+   */
+  createPlant(plant: Plant, payload: string): Promise<CreateOutcome>
+  getPlant(id: bigint): Promise<Plant | undefined>
+  listPlants(query: ListQuery): Promise<Plant[]>
+  /** True when a plant was removed. */
+  deletePlant(id: bigint): Promise<boolean>
+
+  createToken(token: TokenRecord): Promise<void>
+  findTokenByHash(hash: string): Promise<TokenRecord | undefined>
+  listTokens(): Promise<TokenRecord[]>
+  /** True when an active token was revoked. */
+  revokeToken(id: string): Promise<boolean>
+  touchToken(id: string, at: Date): Promise<void>
+  countUsableTokens(now: Date): Promise<number>
+
+  addSubscription(subscription: Subscription): Promise<void>
+  listSubscriptions(): Promise<Subscription[]>
+  /** True when it existed. Its pending deliveries are marked failed. */
+  removeSubscription(id: string): Promise<boolean>
+  /**
+   * Leases up to `limit` due pending deliveries to `owner` until `leaseUntil`, skipping those
+   * another live lease holds, so instances can share one outbox.
+   */
+  claimDeliveries(request: ClaimRequest): Promise<LeasedDelivery[]>
+  /** Records an attempt; ignored when the lease was lost to another owner. */
+  recordAttempt(result: AttemptResult): Promise<void>
+  listDeliveries(options: { failedOnly: boolean; limit: number }): Promise<Delivery[]>
+
+  /** Resolves when the store answers a trivial query. */
+  ping(): Promise<void>
+  close(): Promise<void>
+}
+
+/** Thrown by an adapter when the database cannot be reached; answered as 503 with Retry-After. */
+export class StoreUnavailableError extends Error {
+  override name = 'StoreUnavailableError'
+}

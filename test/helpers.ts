@@ -1,0 +1,210 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { appendFileSync, mkdirSync, mkdtempSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import postgres from 'postgres'
+import { generateTokenId, generateTokenSecret, hashToken, type Scope, SCOPES } from '../src/auth/token-format.js'
+import { loadConfig } from '../src/config.js'
+import { type RunningServer, startServer } from '../src/server.js'
+import { openStorage } from '../src/storage/open.js'
+import type { Storage } from '../src/storage/storage.js'
+
+export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
+export const cliPath = path.join(projectRoot, 'dist/src/cli/main.js')
+
+export type StoreKind = 'sqlite' | 'postgres'
+
+/** SQLite always; PostgreSQL too when TEST_DATABASE_URL points at a disposable database. */
+export function testStores(): StoreKind[] {
+  if (process.env.TEST_DATABASE_URL) return ['sqlite', 'postgres']
+  if (process.env.CI) throw new Error('CI must set TEST_DATABASE_URL so every suite also runs on PostgreSQL')
+  return ['sqlite']
+}
+
+export function tempDir(prefix = 'plant-store-test-'): string {
+  return mkdtempSync(path.join(os.tmpdir(), prefix))
+}
+
+/** Empties the shared test database so every service starts from nothing. */
+export async function resetPostgres(url: string): Promise<void> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} })
+  try {
+    await sql.unsafe('DROP SCHEMA IF EXISTS public CASCADE; CREATE SCHEMA public')
+  } finally {
+    await sql.end({ timeout: 5 })
+  }
+}
+
+/** The environment a service under test runs with: a fresh store, a free port, quiet logs. */
+export async function serviceEnv(store: StoreKind, extra: Record<string, string> = {}): Promise<Record<string, string>> {
+  const env: Record<string, string> = { PORT: '0', LOG_LEVEL: 'silent', ...extra }
+  if (store === 'postgres') {
+    const url = process.env.TEST_DATABASE_URL as string
+    if (!extra.KEEP_DATABASE) await resetPostgres(url)
+    env.DATABASE_URL = url
+  } else {
+    env.PLANT_STORE_DB ??= path.join(tempDir(), 'plants.db')
+  }
+  return env
+}
+
+export interface TestService {
+  url: string
+  storage: Storage
+  server: RunningServer
+  env: Record<string, string>
+  /** Issues a token straight into the store, as `tokens create` would. */
+  token(scopes?: readonly Scope[], expiresAt?: Date | null): Promise<string>
+  close(): Promise<void>
+}
+
+export async function issueToken(
+  storage: Storage,
+  scopes: readonly Scope[] = SCOPES,
+  expiresAt: Date | null = null,
+): Promise<string> {
+  const secret = generateTokenSecret()
+  await storage.createToken({
+    id: generateTokenId(),
+    name: 'test',
+    scopes: [...scopes],
+    hash: hashToken(secret),
+    createdAt: new Date(),
+    expiresAt,
+    lastUsedAt: null,
+    revokedAt: null,
+  })
+  return secret
+}
+
+/** Starts the production server (same factory, same config loader) in this process on a free port. */
+export async function startService(store: StoreKind, extraEnv: Record<string, string> = {}): Promise<TestService> {
+  const env = await serviceEnv(store, extraEnv)
+  const config = loadConfig(env)
+  const storage = await openStorage(config)
+  const server = await startServer(config, storage)
+  const address = server.app.server.address()
+  if (!address || typeof address === 'string') throw new Error('server has no TCP address')
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    storage,
+    server,
+    env,
+    token: (scopes, expiresAt) => issueToken(storage, scopes, expiresAt),
+    close: () => server.shutdown('test finished'),
+  }
+}
+
+export interface SpawnedService {
+  url: string
+  child: ChildProcess
+  output: () => string
+  exited: Promise<number | null>
+}
+
+/** Runs `plant-store serve` as its own process, for crash, signal and multi-instance tests. */
+export async function spawnService(env: Record<string, string>): Promise<SpawnedService> {
+  const child = spawn(process.execPath, [cliPath, 'serve'], {
+    env: { ...process.env, LOG_LEVEL: 'info', ...env, PORT: env.PORT ?? '0' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let output = ''
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`service did not start:\n${output}`)), 15_000)
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString()
+      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output)
+      if (match?.[1]) {
+        clearTimeout(timer)
+        resolve(match[1])
+      }
+    }
+    child.stdout?.on('data', onData)
+    child.stderr?.on('data', onData)
+    exited.then(() => reject(new Error(`service exited early:\n${output}`)))
+  })
+  return { url, child, output: () => output, exited }
+}
+
+export interface CliResult {
+  code: number
+  stdout: string
+  stderr: string
+}
+
+/** Runs the CLI the way an operator does. */
+export function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [cliPath, ...args], { env: { ...process.env, ...env } }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0
+      resolve({ code, stdout, stderr })
+    })
+  })
+}
+
+export interface ApiResponse {
+  status: number
+  headers: Headers
+  text: string
+  // biome-ignore lint/suspicious/noExplicitAny: test assertions read arbitrary JSON
+  json: any
+}
+
+const observedDir = path.join(os.tmpdir(), `plant-store-observed-${process.ppid}`)
+
+/** Maps a concrete path to its route template, as the OpenAPI document names it. */
+export function routeOf(pathname: string): string {
+  if (/^\/plants\/[^/]+$/.test(pathname)) return '/plants/{id}'
+  return pathname
+}
+
+/**
+ * Every response a test sees is recorded (method, route, status) so the coverage test can check
+ * that the served document declares it. Files are per test run: the runner is every file's parent.
+ */
+function observe(method: string, url: string, status: number): void {
+  mkdirSync(observedDir, { recursive: true })
+  const route = routeOf(new URL(url).pathname)
+  appendFileSync(path.join(observedDir, `${process.pid}.jsonl`), `${JSON.stringify({ method, route, status })}\n`)
+}
+
+export function observedResponsesDir(): string {
+  return observedDir
+}
+
+export interface RequestOptions {
+  token?: string
+  /** A raw Authorization header, overriding `token`. */
+  authorization?: string
+  /** A string is sent as is; anything else as JSON. */
+  body?: unknown
+  contentType?: string | null
+  headers?: Record<string, string>
+}
+
+export async function request(
+  method: string,
+  url: string,
+  { token, authorization, body, contentType, headers = {} }: RequestOptions = {},
+): Promise<ApiResponse> {
+  const sent: Record<string, string> = { ...headers }
+  if (authorization !== undefined) sent.authorization = authorization
+  else if (token) sent.authorization = `Bearer ${token}`
+  let payload: string | undefined
+  if (body !== undefined) {
+    payload = typeof body === 'string' ? body : JSON.stringify(body)
+    if (contentType !== null) sent['content-type'] = contentType ?? 'application/json'
+  } else if (contentType) sent['content-type'] = contentType
+  const response = await fetch(url, { method, headers: sent, body: payload })
+  const text = await response.text()
+  observe(method, url, response.status)
+  let json: unknown
+  try {
+    json = text ? JSON.parse(text) : undefined
+  } catch {
+    json = undefined
+  }
+  return { status: response.status, headers: response.headers, text, json }
+}
