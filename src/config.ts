@@ -46,7 +46,8 @@ function int(env: Env, name: string, fallback: number, min: number, max: number)
   if (raw === undefined || raw === '') return fallback
   if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be a whole number, got "${raw}"`)
   const value = Number(raw.trim())
-  if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`)
+  if (value < min || value > max)
+    throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`)
   return value
 }
 
@@ -54,7 +55,8 @@ function oneOf<T extends string>(env: Env, name: string, fallback: T, allowed: r
   const raw = env[name]
   if (raw === undefined || raw === '') return fallback
   const value = raw.trim().toLowerCase() as T
-  if (!allowed.includes(value)) throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`)
+  if (!allowed.includes(value))
+    throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`)
   return value
 }
 
@@ -67,7 +69,8 @@ function bytes(env: Env, name: string, fallback: number): number {
   const unit = (match[2] ?? 'b').toLowerCase()
   const factor = unit.startsWith('m') ? 1024 * 1024 : unit.startsWith('k') ? 1024 : 1
   const value = Number(match[1]) * factor
-  if (value < 1 || value > 64 * 1024 * 1024) throw new ConfigError(`${name} must be between 1 byte and 64MiB, got "${raw}"`)
+  if (value < 1 || value > 64 * 1024 * 1024)
+    throw new ConfigError(`${name} must be between 1 byte and 64MiB, got "${raw}"`)
   return value
 }
 
@@ -83,7 +86,8 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
 function databaseUrl(env: Env): string | undefined {
   const raw = env.DATABASE_URL
   if (raw === undefined || raw === '') return undefined
-  if (!/^postgres(ql)?:\/\//.test(raw)) throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://')
+  if (!/^postgres(ql)?:\/\//.test(raw))
+    throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://')
   return raw
 }
 

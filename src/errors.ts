@@ -4,17 +4,35 @@
  * Handlers throw `ApiError`; one error handler in `http/error-handler.ts` writes the Error shape.
  */
 export const errorCatalog = {
-  VALIDATION_FAILED: { status: 400, description: 'The request body, a path or a query parameter breaks a rule.' },
+  VALIDATION_FAILED: {
+    status: 400,
+    description: 'The request body, a path or a query parameter breaks a rule.',
+  },
   MALFORMED_JSON: { status: 400, description: 'The body is not valid JSON, is empty, or is not an object.' },
-  UNAUTHENTICATED: { status: 401, description: 'No bearer token, another scheme, or an unknown, revoked or expired token.' },
-  INSUFFICIENT_SCOPE: { status: 403, description: 'The token is valid but lacks the scope the operation needs.' },
+  UNAUTHENTICATED: {
+    status: 401,
+    description: 'No bearer token, another scheme, or an unknown, revoked or expired token.',
+  },
+  INSUFFICIENT_SCOPE: {
+    status: 403,
+    description: 'The token is valid but lacks the scope the operation needs.',
+  },
   NOT_FOUND: { status: 404, description: 'No plant with that id.' },
   ROUTE_NOT_FOUND: { status: 404, description: 'No such route.' },
-  METHOD_NOT_ALLOWED: { status: 405, description: 'The path exists but not with this method; see the Allow header.' },
+  METHOD_NOT_ALLOWED: {
+    status: 405,
+    description: 'The path exists but not with this method; see the Allow header.',
+  },
   PLANT_CONFLICT: { status: 409, description: 'A plant with this id exists with a different name or tag.' },
   BODY_TOO_LARGE: { status: 413, description: 'The body is larger than BODY_LIMIT.' },
-  UNSUPPORTED_MEDIA_TYPE: { status: 415, description: 'The Content-Type is missing or is not application/json.' },
-  STORE_UNAVAILABLE: { status: 503, description: 'The database cannot be reached; retry after the Retry-After delay.' },
+  UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    description: 'The Content-Type is missing or is not application/json.',
+  },
+  STORE_UNAVAILABLE: {
+    status: 503,
+    description: 'The database cannot be reached; retry after the Retry-After delay.',
+  },
   INTERNAL: { status: 500, description: 'A bug on our side; the body carries no internals.' },
 } as const satisfies Record<string, { status: number; description: string }>
 

@@ -23,7 +23,8 @@ export function integerFromLiteral(literal: string): bigint | undefined {
   const digits = whole + fraction
   const pointAt = whole.length + exponent
   if (pointAt <= 0) return /^0*$/.test(digits) ? 0n : undefined
-  const intPart = pointAt >= digits.length ? digits + '0'.repeat(pointAt - digits.length) : digits.slice(0, pointAt)
+  const intPart =
+    pointAt >= digits.length ? digits + '0'.repeat(pointAt - digits.length) : digits.slice(0, pointAt)
   const fracPart = pointAt >= digits.length ? '' : digits.slice(pointAt)
   if (!/^0*$/.test(fracPart)) return undefined
   const value = BigInt(intPart)

@@ -5,6 +5,8 @@ import type { Storage } from './storage/storage.js'
 
 export interface RunningServer {
   app: FastifyInstance
+  /** Binds HOST:PORT; separate from creation so signal handlers can be installed first. */
+  listen(): Promise<void>
   /** Stops accepting, lets requests in flight finish (bounded), then closes the store. */
   shutdown(reason: string): Promise<void>
 }
@@ -14,26 +16,32 @@ export interface Background {
   stop(): Promise<void>
 }
 
-export async function startServer(
+export async function createServer(
   config: Config,
   storage: Storage,
   background: Background[] = [],
 ): Promise<RunningServer> {
   const app = await buildApp(config, storage)
-  await app.listen({ port: config.port, host: config.host })
   let stopping: Promise<void> | undefined
 
   const shutdown = (reason: string) => {
     stopping ??= (async () => {
       app.log.info({ reason }, 'shutting down: finishing requests in flight')
       const deadline = setTimeout(() => {
-        app.log.warn({ timeoutMs: config.shutdownTimeoutMs }, 'shutdown timeout: closing remaining connections')
+        app.log.warn(
+          { timeoutMs: config.shutdownTimeoutMs },
+          'shutdown timeout: closing remaining connections',
+        )
         app.server.closeAllConnections()
       }, config.shutdownTimeoutMs)
+      // A keep-alive socket that finishes its request mid-drain would otherwise idle until its
+      // timeout; close such sockets as soon as they fall idle.
+      const reaper = setInterval(() => app.server.closeIdleConnections(), 100)
       try {
         await app.close()
         await Promise.all(background.map((task) => task.stop()))
       } finally {
+        clearInterval(reaper)
         clearTimeout(deadline)
         await storage.close()
       }
@@ -41,7 +49,21 @@ export async function startServer(
     })()
     return stopping
   }
-  return { app, shutdown }
+  const listen = async () => {
+    await app.listen({ port: config.port, host: config.host })
+  }
+  return { app, listen, shutdown }
+}
+
+/** Creates and binds in one step, for callers that handle signals themselves (tests). */
+export async function startServer(
+  config: Config,
+  storage: Storage,
+  background: Background[] = [],
+): Promise<RunningServer> {
+  const server = await createServer(config, storage, background)
+  await server.listen()
+  return server
 }
 
 /** SIGTERM and SIGINT both drain and exit 0; a second signal does not cut the drain short. */

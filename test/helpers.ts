@@ -1,10 +1,17 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { appendFileSync, mkdirSync, mkdtempSync } from 'node:fs'
+import { request as httpRequest } from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import postgres from 'postgres'
-import { generateTokenId, generateTokenSecret, hashToken, type Scope, SCOPES } from '../src/auth/token-format.js'
+import {
+  generateTokenId,
+  generateTokenSecret,
+  hashToken,
+  SCOPES,
+  type Scope,
+} from '../src/auth/token-format.js'
 import { loadConfig } from '../src/config.js'
 import { type RunningServer, startServer } from '../src/server.js'
 import { openStorage } from '../src/storage/open.js'
@@ -37,7 +44,10 @@ export async function resetPostgres(url: string): Promise<void> {
 }
 
 /** The environment a service under test runs with: a fresh store, a free port, quiet logs. */
-export async function serviceEnv(store: StoreKind, extra: Record<string, string> = {}): Promise<Record<string, string>> {
+export async function serviceEnv(
+  store: StoreKind,
+  extra: Record<string, string> = {},
+): Promise<Record<string, string>> {
   const env: Record<string, string> = { PORT: '0', LOG_LEVEL: 'silent', ...extra }
   if (store === 'postgres') {
     const url = process.env.TEST_DATABASE_URL as string
@@ -79,7 +89,10 @@ export async function issueToken(
 }
 
 /** Starts the production server (same factory, same config loader) in this process on a free port. */
-export async function startService(store: StoreKind, extraEnv: Record<string, string> = {}): Promise<TestService> {
+export async function startService(
+  store: StoreKind,
+  extraEnv: Record<string, string> = {},
+): Promise<TestService> {
   const env = await serviceEnv(store, extraEnv)
   const config = loadConfig(env)
   const storage = await openStorage(config)
@@ -106,13 +119,17 @@ export interface SpawnedService {
 /** Runs `plant-store serve` as its own process, for crash, signal and multi-instance tests. */
 export async function spawnService(env: Record<string, string>): Promise<SpawnedService> {
   const child = spawn(process.execPath, [cliPath, 'serve'], {
-    env: { ...process.env, LOG_LEVEL: 'info', ...env, PORT: env.PORT ?? '0' },
+    // Info level: the listening line tells the port, and tests read the request log.
+    env: { ...process.env, ...env, LOG_LEVEL: 'info', PORT: env.PORT ?? '0' },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let output = ''
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`service did not start:\n${output}`)), 15_000)
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(new Error(`service did not start:\n${output}`))
+    }, 15_000)
     const onData = (chunk: Buffer) => {
       output += chunk.toString()
       const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output)
@@ -137,10 +154,15 @@ export interface CliResult {
 /** Runs the CLI the way an operator does. */
 export function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [cliPath, ...args], { env: { ...process.env, ...env } }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0
-      resolve({ code, stdout, stderr })
-    })
+    execFile(
+      process.execPath,
+      [cliPath, ...args],
+      { env: { ...process.env, ...env } },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0
+        resolve({ code, stdout, stderr })
+      },
+    )
   })
 }
 
@@ -167,7 +189,10 @@ export function routeOf(pathname: string): string {
 function observe(method: string, url: string, status: number): void {
   mkdirSync(observedDir, { recursive: true })
   const route = routeOf(new URL(url).pathname)
-  appendFileSync(path.join(observedDir, `${process.pid}.jsonl`), `${JSON.stringify({ method, route, status })}\n`)
+  appendFileSync(
+    path.join(observedDir, `${process.pid}.jsonl`),
+    `${JSON.stringify({ method, route, status })}\n`,
+  )
 }
 
 export function observedResponsesDir(): string {
@@ -207,4 +232,28 @@ export async function request(
     json = undefined
   }
   return { status: response.status, headers: response.headers, text, json }
+}
+
+/** A request through node:http, for what fetch will not send (no Content-Type with a body). */
+export function rawRequest(
+  url: string,
+  method: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method, headers }, (res) => {
+      let text = ''
+      res.setEncoding('utf8')
+      res.on('data', (chunk) => {
+        text += chunk
+      })
+      res.on('end', () => {
+        observe(method, url, res.statusCode ?? 0)
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text })
+      })
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
 }

@@ -29,9 +29,10 @@ const reasons = {
 export function requireScope(verifier: TokenVerifier, scope: Scope) {
   return async function bearerAuth(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
     const header = request.headers.authorization
-    if (!header) throw unauthenticated('Authorization header is required: send "Authorization: Bearer <token>"', REALM)
+    if (!header)
+      throw unauthenticated('Authorization header is required: send "Authorization: Bearer <token>"', REALM)
     const match = /^([A-Za-z][A-Za-z0-9._~+/-]*)(?:\s+(.*))?$/.exec(header.trim())
-    if (!match || match[1]?.toLowerCase() !== 'bearer') {
+    if (match?.[1]?.toLowerCase() !== 'bearer') {
       throw unauthenticated('Authorization header must use the Bearer scheme', REALM)
     }
     const secret = match[2]?.trim()
@@ -42,7 +43,8 @@ export function requireScope(verifier: TokenVerifier, scope: Scope) {
       )
     }
     const result = await verifier.verify(secret)
-    if (!result.ok) throw unauthenticated(reasons[result.reason], challenge('invalid_token', reasons[result.reason]))
+    if (!result.ok)
+      throw unauthenticated(reasons[result.reason], challenge('invalid_token', reasons[result.reason]))
     if (!result.token.scopes.includes(scope)) {
       throw new ApiError('INSUFFICIENT_SCOPE', `token lacks the scope "${scope}" this operation needs`, {
         headers: { 'www-authenticate': challenge('insufficient_scope', `requires ${scope}`, scope) },

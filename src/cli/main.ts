@@ -4,11 +4,13 @@ import { openStorage } from '../storage/open.js'
 import { CommandError, UsageError } from './output.js'
 import { serveCommand } from './serve.js'
 import { tokensCommand, tokensUsage } from './tokens.js'
+import { webhooksCommand, webhooksUsage } from './webhooks.js'
 
 const usage = `Usage:
 plant-store serve
 plant-store migrate
 ${tokensUsage}
+${webhooksUsage}
 
 Configuration comes from the environment (PORT, HOST, PLANT_STORE_DB, DATABASE_URL, LOG_LEVEL, BODY_LIMIT, ...);
 see the README.`
@@ -19,7 +21,7 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`${usage}\n`)
     return
   }
-  const known = ['serve', 'migrate', 'tokens']
+  const known = ['serve', 'migrate', 'tokens', 'webhooks']
   if (!known.includes(command)) throw new UsageError(`unknown command "${command}"`)
   const config = loadConfig()
   const storage = await openStorage(config)
@@ -28,14 +30,18 @@ async function main(argv: string[]): Promise<void> {
     if (command === 'migrate') {
       // Opening the store applied any pending migration; say where it stands.
       process.stdout.write(`migrations applied: ${storage.kind} store is up to date\n`)
-    } else await tokensCommand(storage, args)
+    } else if (command === 'webhooks') await webhooksCommand(storage, args)
+    else await tokensCommand(storage, args)
   } finally {
     await storage.close()
   }
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  if (error instanceof UsageError || (error instanceof Error && error.name === 'TypeError' && 'code' in error)) {
+  if (
+    error instanceof UsageError ||
+    (error instanceof Error && error.name === 'TypeError' && 'code' in error)
+  ) {
     process.stderr.write(`plant-store: ${error.message}\n\n${usage}\n`)
     process.exit(2)
   }
@@ -43,6 +49,8 @@ main(process.argv.slice(2)).catch((error: unknown) => {
     process.stderr.write(`plant-store: ${error.message}\n`)
     process.exit(1)
   }
-  process.stderr.write(`plant-store: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`)
+  process.stderr.write(
+    `plant-store: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  )
   process.exit(1)
 })

@@ -1,5 +1,11 @@
 import { parseArgs } from 'node:util'
-import { generateTokenId, generateTokenSecret, hashToken, parseDuration, SCOPES } from '../auth/token-format.js'
+import {
+  generateTokenId,
+  generateTokenSecret,
+  hashToken,
+  parseDuration,
+  SCOPES,
+} from '../auth/token-format.js'
 import type { Storage, TokenRecord } from '../storage/storage.js'
 import { CommandError, print, table, UsageError } from './output.js'
 
@@ -32,7 +38,9 @@ async function create(storage: Storage, args: string[]): Promise<void> {
     .filter(Boolean)
   const unknown = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s))
   if (unknown.length || scopes.length === 0) {
-    throw new UsageError(`--scopes must be a comma-separated list of ${SCOPES.join(', ')}; got "${values.scopes}"`)
+    throw new UsageError(
+      `--scopes must be a comma-separated list of ${SCOPES.join(', ')}; got "${values.scopes}"`,
+    )
   }
   let expiresAt: Date | null = null
   if (values['expires-in'] !== undefined) {

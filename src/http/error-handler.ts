@@ -9,7 +9,11 @@ interface AjvError {
   message?: string
 }
 
-const contextNames: Record<string, string> = { body: 'body', params: 'path parameter', querystring: 'query parameter' }
+const contextNames: Record<string, string> = {
+  body: 'body',
+  params: 'path parameter',
+  querystring: 'query parameter',
+}
 
 /** Turns Ajv's first error into "name must NOT have more than 200 characters" style text. */
 function validationError(errors: AjvError[], context: string): ApiError {
@@ -22,7 +26,8 @@ function validationError(errors: AjvError[], context: string): ApiError {
     return { field: path || context, rule: error.message ?? error.keyword }
   })
   const first = details[0] ?? { field: context, rule: 'is invalid' }
-  const where = contextNames[context] && context !== 'body' && first.field !== context ? `${contextNames[context]} ` : ''
+  const where =
+    contextNames[context] && context !== 'body' && first.field !== context ? `${contextNames[context]} ` : ''
   return new ApiError('VALIDATION_FAILED', `${where}${first.field} ${first.rule}`, { details })
 }
 
@@ -40,11 +45,18 @@ function fromFastify(error: FastifyError, request: FastifyRequest, bodyLimit: nu
     const type = request.headers['content-type']
     return new ApiError(
       code,
-      type ? `Content-Type must be application/json, got "${type}"` : 'Content-Type header is required: application/json',
+      type
+        ? `Content-Type must be application/json, got "${type}"`
+        : 'Content-Type header is required: application/json',
     )
   }
   if (code === 'MALFORMED_JSON') {
-    return new ApiError(code, error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? 'body must be a JSON object, got an empty body' : error.message)
+    return new ApiError(
+      code,
+      error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY'
+        ? 'body must be a JSON object, got an empty body'
+        : error.message,
+    )
   }
   if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
     return new ApiError(error.statusCode === 413 ? 'BODY_TOO_LARGE' : 'VALIDATION_FAILED', error.message)
@@ -64,7 +76,8 @@ export function installErrorHandler(app: FastifyInstance, bodyLimit: number): vo
   app.setErrorHandler((raw: FastifyError, request, reply) => {
     let error: ApiError
     if (raw instanceof ApiError) error = raw
-    else if (raw.validation) error = validationError(raw.validation as AjvError[], raw.validationContext ?? 'body')
+    else if (raw.validation)
+      error = validationError(raw.validation as AjvError[], raw.validationContext ?? 'body')
     else if (raw instanceof StoreUnavailableError) {
       request.log.warn({ err: raw }, 'store unavailable')
       error = new ApiError('STORE_UNAVAILABLE', 'the store is unavailable; retry later', {

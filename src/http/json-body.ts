@@ -16,7 +16,8 @@ const malformed = (message: string) => new ApiError('MALFORMED_JSON', message)
  * the digits kept beside the object (a symbol key, invisible to validation and storage).
  */
 export function registerJsonBodyParser(app: FastifyInstance): void {
-  app.removeContentTypeParser(['application/json'])
+  // Fastify also parses text/plain by default; this API takes JSON only, anything else is a 415.
+  app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, text, done) => {
     try {
       done(null, parseJsonBody(request, text as string))
@@ -43,7 +44,9 @@ function parseJsonBody(request: FastifyRequest, text: string): JsonObject {
     throw malformed(`body is not valid JSON: ${(error as Error).message}`)
   }
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw malformed(`body must be a JSON object, got ${body === null ? 'null' : Array.isArray(body) ? 'an array' : typeof body}`)
+    throw malformed(
+      `body must be a JSON object, got ${body === null ? 'null' : Array.isArray(body) ? 'an array' : typeof body}`,
+    )
   }
   const object = body as JsonObject
   const id = object.id

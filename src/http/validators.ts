@@ -13,7 +13,13 @@ const formats = { int64: true, int32: true } as const
 export function installValidators(app: FastifyInstance, sharedSchemas: object[]): void {
   const bodyAjv = new Ajv({ coerceTypes: false, useDefaults: true, allErrors: false, strict: false, formats })
   for (const schema of sharedSchemas) bodyAjv.addSchema(schema)
-  const textAjv = new Ajv({ coerceTypes: 'array', useDefaults: true, allErrors: false, strict: false, formats })
+  const textAjv = new Ajv({
+    coerceTypes: 'array',
+    useDefaults: true,
+    allErrors: false,
+    strict: false,
+    formats,
+  })
 
   app.setValidatorCompiler(({ schema, httpPart }) => {
     if (httpPart === 'body') return bodyAjv.compile(schema)

@@ -44,8 +44,20 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       webhooks: newPlantWebhook as never,
     },
     refResolver: {
-      buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
+      buildLocalReference: (json, _baseUri, _fragment, i) =>
+        typeof json.$id === 'string' ? json.$id : `def-${i}`,
     },
   })
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+  app.get(
+    '/openapi.json',
+    {
+      schema: {
+        operationId: 'openapi',
+        summary: 'This OpenAPI 3.1 document',
+        security: [],
+        response: { 200: { type: 'object', additionalProperties: true, description: 'The document' } },
+      },
+    },
+    async () => app.swagger(),
+  )
 }

@@ -18,8 +18,16 @@ export const newPlantWebhook = {
         'acknowledges; anything else, a timeout or a connection error is retried with exponential backoff ' +
         'and jitter for about 24 hours, then marked failed. Deduplicate on webhook-id.',
       parameters: [
-        { in: 'header', name: 'webhook-id', ...signedHeader('Event id, stable across retries of one event.') },
-        { in: 'header', name: 'webhook-timestamp', ...signedHeader('Unix seconds when this attempt was signed.') },
+        {
+          in: 'header',
+          name: 'webhook-id',
+          ...signedHeader('Event id, stable across retries of one event.'),
+        },
+        {
+          in: 'header',
+          name: 'webhook-timestamp',
+          ...signedHeader('Unix seconds when this attempt was signed.'),
+        },
         {
           in: 'header',
           name: 'webhook-signature',

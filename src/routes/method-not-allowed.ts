@@ -15,9 +15,13 @@ export function methodNotAllowed(app: FastifyInstance, url: string, allowed: HTT
     url,
     schema: { hide: true },
     handler: async (request) => {
-      throw new ApiError('METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${url}; use ${allow.join(', ')}`, {
-        headers: { allow: allow.join(', ') },
-      })
+      throw new ApiError(
+        'METHOD_NOT_ALLOWED',
+        `${request.method} is not allowed on ${url}; use ${allow.join(', ')}`,
+        {
+          headers: { allow: allow.join(', ') },
+        },
+      )
     },
   })
 }

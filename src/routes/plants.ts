@@ -16,9 +16,14 @@ const ListQuery = Type.Object({
     Type.Integer({ minimum: 1, maximum: 1000, default: DEFAULT_LIMIT, description: 'Page size, 1 to 1000.' }),
   ),
   after: Type.Optional(
-    Type.Integer({ format: 'int64', description: 'Keyset cursor: only plants with a larger id are returned.' }),
+    Type.Integer({
+      format: 'int64',
+      description: 'Keyset cursor: only plants with a larger id are returned.',
+    }),
   ),
-  tag: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Only plants with exactly this tag.' })),
+  tag: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 100, description: 'Only plants with exactly this tag.' }),
+  ),
 })
 
 /** The webhook body and the stored record share one JSON text, with the id printed exactly. */
@@ -27,7 +32,8 @@ export function newPlantJson(plant: Plant): string {
   return `{"id":${plant.id},"name":${JSON.stringify(plant.name)}${tag}}`
 }
 
-const publicPlant = (plant: Plant) => (plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag })
+const publicPlant = (plant: Plant) =>
+  plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag }
 
 /** Builds the `Link: <...>; rel="next"` URL from the request's own origin and filters. */
 function nextLink(request: FastifyRequest, limit: number, after: bigint, tag: string | undefined): string {
@@ -44,6 +50,12 @@ export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: To
     '/plants',
     {
       onRequest: canWrite,
+      // Without a Content-Type Fastify skips parsing and the body looks merely absent; say why.
+      preValidation: async (request) => {
+        if (!request.headers['content-type']) {
+          throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type header is required: application/json')
+        }
+      },
       schema: {
         operationId: 'addPlant',
         summary: 'Create a plant',
@@ -65,7 +77,9 @@ export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: To
       if (body.tag !== undefined) plant.tag = body.tag
       const outcome = await storage.createPlant(plant, newPlantJson(plant))
       if (outcome.kind === 'conflict') {
-        const fields = ['name', 'tag'].filter((field) => outcome.existing[field as 'name'] !== plant[field as 'name'])
+        const fields = ['name', 'tag'].filter(
+          (field) => outcome.existing[field as 'name'] !== plant[field as 'name'],
+        )
         throw new ApiError(
           'PLANT_CONFLICT',
           `id ${plant.id} already belongs to a plant with a different ${fields.join(' and ')}; ` +
@@ -95,7 +109,10 @@ export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: To
             ...Type.Ref('PlantList'),
             description: 'A page of plants ordered by id',
             headers: {
-              Link: { type: 'string', description: 'RFC 8288 link to the next page, rel="next"; absent on the last page.' },
+              Link: {
+                type: 'string',
+                description: 'RFC 8288 link to the next page, rel="next"; absent on the last page.',
+              },
             },
           },
           ...errorResponses(400, 401, 403, 500, 503),

@@ -4,7 +4,9 @@ import { type Static, Type } from 'typebox'
 export const Plant = Type.Object(
   {
     name: Type.String({ description: 'The name of the plant', minLength: 1, maxLength: 200 }),
-    tag: Type.Optional(Type.String({ description: 'Tag that specifies the type', minLength: 1, maxLength: 100 })),
+    tag: Type.Optional(
+      Type.String({ description: 'Tag that specifies the type', minLength: 1, maxLength: 100 }),
+    ),
   },
   { $id: 'Plant' },
 )
@@ -15,12 +17,14 @@ export const NewPlant = Type.Object(
     id: Type.Integer({
       description:
         'Identification number of the plant. Any int64; sent and answered as a JSON number with every digit kept.',
+      // No minimum/maximum: JSON numbers print them as doubles (9223372036854776000), which would
+      // misstate the range; int64.ts enforces it exactly.
       format: 'int64',
-      minimum: -9223372036854775808,
-      maximum: 9223372036854775807,
     }),
     name: Type.String({ description: 'The name of the plant', minLength: 1, maxLength: 200 }),
-    tag: Type.Optional(Type.String({ description: 'Tag that specifies the type', minLength: 1, maxLength: 100 })),
+    tag: Type.Optional(
+      Type.String({ description: 'Tag that specifies the type', minLength: 1, maxLength: 100 }),
+    ),
   },
   {
     $id: 'NewPlant',

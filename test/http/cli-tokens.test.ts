@@ -1,0 +1,106 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { hashToken } from '../../src/auth/token-format.js'
+import { request, runCli, type SpawnedService, serviceEnv, spawnService, testStores } from '../helpers.js'
+
+for (const store of testStores()) {
+  describe(`plant-store tokens (${store})`, () => {
+    let env: Record<string, string>
+    let service: SpawnedService
+    before(async () => {
+      env = await serviceEnv(store)
+      service = await spawnService(env)
+    })
+    after(async () => {
+      service.child.kill('SIGTERM')
+      await service.exited
+    })
+
+    it('create prints only a pst_ token of 32+ base62 characters, which works at once', async () => {
+      const result = await runCli(['tokens', 'create', '--name', 'ci'], env)
+      assert.equal(result.code, 0, result.stderr)
+      assert.match(result.stdout, /^pst_[0-9A-Za-z]{32,}\n$/)
+      const token = result.stdout.trim()
+      assert.equal(
+        (await request('POST', `${service.url}/plants`, { token, body: { id: 1, name: 'x' } })).status,
+        200,
+      )
+      assert.equal((await request('GET', `${service.url}/plants/1`, { token })).status, 200)
+    })
+
+    it('list --json shows name, id, scopes, dates and never the secret or its hash', async () => {
+      const token = (
+        await runCli(['tokens', 'create', '--name', 'listed', '--expires-in', '30d'], env)
+      ).stdout.trim()
+      const result = await runCli(['tokens', 'list', '--json'], env)
+      assert.equal(result.code, 0, result.stderr)
+      assert.ok(!result.stdout.includes(token))
+      assert.ok(!result.stdout.includes(hashToken(token)))
+      const listed = JSON.parse(result.stdout).find((t: { name: string }) => t.name === 'listed')
+      assert.match(listed.id, /^tok_/)
+      assert.deepEqual(listed.scopes, ['plants:read', 'plants:write'])
+      assert.ok(Date.parse(listed.created))
+      const days = (Date.parse(listed.expires) - Date.now()) / 86_400_000
+      assert.ok(days > 29.9 && days <= 30, String(days))
+      assert.ok('lastUsed' in listed)
+      const human = await runCli(['tokens', 'list'], env)
+      assert.match(human.stdout, /listed/)
+      assert.ok(!human.stdout.includes(token))
+    })
+
+    it('records last use', async () => {
+      const token = (await runCli(['tokens', 'create', '--name', 'used'], env)).stdout.trim()
+      await request('GET', `${service.url}/plants/1`, { token })
+      const listed = JSON.parse((await runCli(['tokens', 'list', '--json'], env)).stdout).find(
+        (t: { name: string }) => t.name === 'used',
+      )
+      assert.ok(Date.parse(listed.lastUsed))
+    })
+
+    it('--scopes limits what a token may do', async () => {
+      const token = (
+        await runCli(['tokens', 'create', '--name', 'reader', '--scopes', 'plants:read'], env)
+      ).stdout.trim()
+      assert.equal((await request('GET', `${service.url}/plants/1`, { token })).status, 200)
+      assert.equal(
+        (await request('POST', `${service.url}/plants`, { token, body: { id: 2, name: 'x' } })).status,
+        403,
+      )
+    })
+
+    it('revoke stops the token on the running server within a second', async () => {
+      const token = (await runCli(['tokens', 'create', '--name', 'revoked'], env)).stdout.trim()
+      assert.equal((await request('GET', `${service.url}/plants/1`, { token })).status, 200)
+      const id = JSON.parse((await runCli(['tokens', 'list', '--json'], env)).stdout).find(
+        (t: { name: string }) => t.name === 'revoked',
+      ).id
+      const revoked = await runCli(['tokens', 'revoke', id], env)
+      assert.equal(revoked.code, 0, revoked.stderr)
+      await new Promise((resolve) => setTimeout(resolve, 1050))
+      assert.equal((await request('GET', `${service.url}/plants/1`, { token })).status, 401)
+      assert.equal((await runCli(['tokens', 'revoke', id], env)).code, 1)
+      assert.equal((await runCli(['tokens', 'revoke', 'tok_nope'], env)).code, 1)
+    })
+
+    for (const args of [
+      ['tokens', 'create'],
+      ['tokens', 'create', '--name', 'x', '--scopes', 'plants:admin'],
+      ['tokens', 'create', '--name', 'x', '--expires-in', 'soon'],
+      ['tokens', 'revoke'],
+      ['tokens', 'bogus'],
+      ['bogus'],
+    ]) {
+      it(`rejects "${args.join(' ')}" with usage and exit 2`, async () => {
+        const result = await runCli(args, env)
+        assert.equal(result.code, 2)
+        assert.match(result.stderr, /plant-store/)
+        assert.equal(result.stdout, '')
+      })
+    }
+
+    it('migrate succeeds and is idempotent', async () => {
+      assert.equal((await runCli(['migrate'], env)).code, 0)
+      assert.equal((await runCli(['migrate'], env)).code, 0)
+    })
+  })
+}

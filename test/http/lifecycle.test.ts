@@ -1,0 +1,173 @@
+import assert from 'node:assert/strict'
+import net from 'node:net'
+import { describe, it } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { request, runCli, serviceEnv, spawnService, testStores } from '../helpers.js'
+
+async function tokenFor(env: Record<string, string>): Promise<string> {
+  const created = await runCli(['tokens', 'create', '--name', 'lifecycle'], env)
+  assert.equal(created.code, 0, created.stderr)
+  return created.stdout.trim()
+}
+
+for (const store of testStores()) {
+  describe(`the service as a process (${store})`, () => {
+    it('keeps every acknowledged plant across kill -9', async () => {
+      const env = await serviceEnv(store)
+      const token = await tokenFor(env)
+      const first = await spawnService(env)
+      const ids = Array.from({ length: 50 }, (_, i) => 9007199254740993n + BigInt(i))
+      const acknowledged: bigint[] = []
+      await Promise.all(
+        ids.map(async (id) => {
+          const response = await request('POST', `${first.url}/plants`, {
+            token,
+            body: `{"id":${id},"name":"durable ${id}"}`,
+          })
+          if (response.status === 200) acknowledged.push(id)
+        }),
+      )
+      first.child.kill('SIGKILL')
+      await first.exited
+      assert.equal(acknowledged.length, ids.length)
+
+      const second = await spawnService({ ...env, KEEP_DATABASE: '1' })
+      try {
+        for (const id of acknowledged) {
+          const response = await request('GET', `${second.url}/plants/${id}`, { token })
+          assert.equal(response.status, 200, `plant ${id} was acknowledged but lost`)
+          assert.equal(response.text, `{"id":${id},"name":"durable ${id}"}`)
+        }
+      } finally {
+        second.child.kill('SIGKILL')
+        await second.exited
+      }
+    })
+
+    it('on SIGTERM finishes the request in flight, refuses new work and exits 0', async () => {
+      const env = await serviceEnv(store)
+      const token = await tokenFor(env)
+      const service = await spawnService(env)
+      // A request whose body is still arriving when the signal lands.
+      const port = Number(new URL(service.url).port)
+      const socket = net.connect(port, '127.0.0.1')
+      await new Promise((resolve) => socket.once('connect', resolve))
+      const body = '{"id":77,"name":"in flight"}'
+      socket.write(
+        `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`,
+      )
+      await sleep(200)
+      service.child.kill('SIGTERM')
+      await sleep(200)
+      await assert.rejects(fetch(`${service.url}/healthz`), 'a new connection was accepted while draining')
+      let reply = ''
+      socket.on('data', (chunk) => {
+        reply += chunk.toString()
+      })
+      socket.write(body.slice(10))
+      const code = await service.exited
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      assert.match(reply, /^HTTP\/1\.1 200/)
+      assert.equal(code, 0)
+      socket.destroy()
+      const restarted = await spawnService({ ...env, KEEP_DATABASE: '1' })
+      try {
+        assert.equal((await request('GET', `${restarted.url}/plants/77`, { token })).status, 200)
+      } finally {
+        restarted.child.kill('SIGTERM')
+        assert.equal(await restarted.exited, 0)
+      }
+    })
+
+    it('exits 0 on SIGINT', async () => {
+      const service = await spawnService(await serviceEnv(store))
+      service.child.kill('SIGINT')
+      assert.equal(await service.exited, 0)
+      assert.match(service.output(), /stopped/)
+    })
+
+    it('cuts off a client that trickles its headers within HEADERS_TIMEOUT_MS', async () => {
+      const service = await spawnService(await serviceEnv(store, { HEADERS_TIMEOUT_MS: '1500' }))
+      try {
+        const socket = net.connect(Number(new URL(service.url).port), '127.0.0.1')
+        socket.on('error', () => {}) // a write after the server hung up is expected here
+        socket.resume()
+        const closed = new Promise<number>((resolve) => socket.once('close', () => resolve(Date.now())))
+        const started = Date.now()
+        socket.write('GET /healthz HTTP/1.1\r\n')
+        const trickle = setInterval(() => socket.writable && socket.write('X-Slow: a\r\n'), 200)
+        const end = await Promise.race([closed, sleep(8000).then(() => 0)])
+        clearInterval(trickle)
+        socket.destroy()
+        assert.ok(end > 0, 'the slow client was never cut off')
+        assert.ok(end - started < 8000)
+      } finally {
+        service.child.kill('SIGKILL')
+        await service.exited
+      }
+    })
+
+    it('closes idle keep-alive connections after KEEP_ALIVE_TIMEOUT_MS', async () => {
+      const service = await spawnService(await serviceEnv(store, { KEEP_ALIVE_TIMEOUT_MS: '300' }))
+      try {
+        const socket = net.connect(Number(new URL(service.url).port), '127.0.0.1')
+        socket.resume()
+        const closed = new Promise<boolean>((resolve) => socket.once('close', () => resolve(true)))
+        socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+        assert.equal(await Promise.race([closed, sleep(5000).then(() => false)]), true)
+      } finally {
+        service.child.kill('SIGKILL')
+        await service.exited
+      }
+    })
+
+    it('says how to create the first token when the token store is empty', async () => {
+      const service = await spawnService(await serviceEnv(store))
+      service.child.kill('SIGTERM')
+      await service.exited
+      const hints = service
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('tokens create'))
+      assert.equal(hints.length, 1)
+    })
+
+    it('logs one JSON line per request with id, method, route, status and duration, never the token', async () => {
+      const env = await serviceEnv(store)
+      const token = await tokenFor(env)
+      const service = await spawnService(env)
+      await request('GET', `${service.url}/plants/123`, { token, headers: { 'x-request-id': 'log-check-1' } })
+      service.child.kill('SIGTERM')
+      await service.exited
+      const lines = service
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('log-check-1'))
+      assert.equal(lines.length, 1)
+      const entry = JSON.parse(lines[0] as string)
+      assert.equal(entry.reqId, 'log-check-1')
+      assert.equal(entry.method, 'GET')
+      assert.equal(entry.route, '/plants/:id')
+      assert.equal(entry.status, 404)
+      assert.equal(typeof entry.durationMs, 'number')
+      assert.ok(!service.output().includes(token), 'the token appeared in the logs')
+    })
+  })
+}
+
+describe('configuration', () => {
+  for (const [name, value] of [
+    ['PORT', 'eighty'],
+    ['PORT', '70000'],
+    ['LOG_LEVEL', 'loud'],
+    ['BODY_LIMIT', 'big'],
+    ['DATABASE_URL', 'mysql://x'],
+    ['SQLITE_SYNC', 'sometimes'],
+  ] as const) {
+    it(`stops startup on ${name}=${value} with a message naming ${name}`, async () => {
+      const result = await runCli(['serve'], { [name]: value, PLANT_STORE_DB: '/tmp/never-created/x.db' })
+      assert.notEqual(result.code, 0)
+      assert.match(result.stderr, new RegExp(name))
+    })
+  }
+})

@@ -1,0 +1,88 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { Validator } from '@seriousme/openapi-schema-validator'
+import { errorCatalog } from '../../src/errors.js'
+import { request, startService, type TestService } from '../helpers.js'
+
+describe('GET /openapi.json', () => {
+  let service: TestService
+  // biome-ignore lint/suspicious/noExplicitAny: the document is arbitrary JSON
+  let doc: any
+  before(async () => {
+    service = await startService('sqlite')
+    const response = await request('GET', `${service.url}/openapi.json`)
+    assert.equal(response.status, 200)
+    doc = response.json
+  })
+  after(() => service.close())
+
+  it('validates as OpenAPI 3.1 with a maintained validator', async () => {
+    const validator = new Validator()
+    const result = await validator.validate(structuredClone(doc))
+    assert.equal(result.valid, true, JSON.stringify(result.errors, null, 2))
+    assert.equal(validator.version, '3.1')
+  })
+
+  it('carries the seed title, version and MIT license', () => {
+    assert.equal(doc.openapi, '3.1.0')
+    assert.equal(doc.info.title, 'OpenAPI Plant Store')
+    assert.equal(doc.info.version, '1.0.0')
+    assert.equal(doc.info.license.name, 'MIT')
+    assert.match(doc.info.description, /not shown/)
+  })
+
+  it('declares bearerAuth and applies it to every /plants operation', () => {
+    assert.deepEqual(doc.components.securitySchemes.bearerAuth, { type: 'http', scheme: 'bearer' })
+    for (const [path, item] of Object.entries(doc.paths) as [
+      string,
+      Record<string, { security?: unknown }>,
+    ][]) {
+      for (const operation of Object.values(item)) {
+        if (path.startsWith('/plants')) assert.deepEqual(operation.security, [{ bearerAuth: [] }], path)
+        else assert.deepEqual(operation.security, [], path)
+      }
+    }
+  })
+
+  it('keeps Plant, NewPlant and Error faithful to the seed', () => {
+    const { Plant, NewPlant, Error: ErrorSchema } = doc.components.schemas
+    assert.deepEqual(Plant.required, ['name'])
+    assert.deepEqual(Object.keys(Plant.properties).sort(), ['name', 'tag'])
+    assert.deepEqual(NewPlant.required.sort(), ['id', 'name'])
+    assert.deepEqual(Object.keys(NewPlant.properties).sort(), ['id', 'name', 'tag'])
+    assert.equal(NewPlant.properties.id.type, 'integer')
+    assert.equal(NewPlant.properties.id.format, 'int64')
+    assert.equal(NewPlant.additionalProperties, undefined, 'unknown properties stay allowed, as in the seed')
+    assert.deepEqual(ErrorSchema.required.sort(), ['error', 'message'])
+    assert.equal(ErrorSchema.properties.error.format, 'int32')
+    assert.deepEqual(ErrorSchema.properties.code.enum.sort(), Object.keys(errorCatalog).sort())
+  })
+
+  it('answers create with the Plant schema and no id', () => {
+    const created = doc.paths['/plants'].post.responses['200']
+    assert.equal(created.description, 'plant response')
+    assert.equal(created.content['application/json'].schema.$ref, '#/components/schemas/Plant')
+    assert.equal(
+      doc.paths['/plants'].post.requestBody.content['application/json'].schema.$ref,
+      '#/components/schemas/NewPlant',
+    )
+  })
+
+  it('declares every error status of every operation with the Error schema', () => {
+    for (const item of Object.values(doc.paths) as Record<string, { responses: Record<string, unknown> }>[]) {
+      for (const operation of Object.values(item)) {
+        for (const [status, response] of Object.entries(operation.responses) as [
+          string,
+          { content?: Record<string, { schema: { $ref?: string } }> },
+        ][]) {
+          if (Number(status) < 400) continue
+          assert.equal(
+            response.content?.['application/json']?.schema.$ref,
+            '#/components/schemas/Error',
+            status,
+          )
+        }
+      }
+    }
+  })
+})

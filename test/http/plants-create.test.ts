@@ -1,0 +1,143 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { request, startService, type TestService, testStores } from '../helpers.js'
+
+for (const store of testStores()) {
+  describe(`POST /plants (${store})`, () => {
+    let service: TestService
+    let token: string
+    const post = (body: unknown, options: { contentType?: string | null } = {}) =>
+      request('POST', `${service.url}/plants`, { token, body, ...options })
+    const read = (id: string | number | bigint) => request('GET', `${service.url}/plants/${id}`, { token })
+
+    before(async () => {
+      service = await startService(store)
+      token = await service.token()
+    })
+    after(() => service.close())
+
+    it('answers 200 with exactly the Plant shape: name and tag, no id', async () => {
+      const response = await post({ id: 1, name: 'Monstera', tag: 'tropical' })
+      assert.equal(response.status, 200)
+      assert.match(response.headers.get('content-type') ?? '', /^application\/json/)
+      assert.deepEqual(response.json, { name: 'Monstera', tag: 'tropical' })
+      assert.equal(response.text, '{"name":"Monstera","tag":"tropical"}')
+    })
+
+    it('omits tag when absent', async () => {
+      const response = await post({ id: 2, name: 'Fern' })
+      assert.equal(response.status, 200)
+      assert.equal(response.text, '{"name":"Fern"}')
+      assert.equal((await read(2)).text, '{"id":2,"name":"Fern"}')
+    })
+
+    it('accepts a charset=utf-8 parameter and unicode names', async () => {
+      const response = await post(
+        { id: 3, name: 'Fougère 🌿', tag: 'ptéridophyte' },
+        { contentType: 'application/json; charset=utf-8' },
+      )
+      assert.equal(response.status, 200)
+      assert.deepEqual((await read(3)).json, { id: 3, name: 'Fougère 🌿', tag: 'ptéridophyte' })
+    })
+
+    it('ignores unknown properties and never stores them', async () => {
+      const response = await post({ id: 4, name: 'Cactus', color: 'green', nested: { a: 1 } })
+      assert.equal(response.status, 200)
+      assert.deepEqual(response.json, { name: 'Cactus' })
+      assert.deepEqual((await read(4)).json, { id: 4, name: 'Cactus' })
+    })
+
+    for (const id of ['9007199254740993', '9223372036854775807', '-9223372036854775808', '0', '-1']) {
+      it(`keeps id ${id} exact, digit for digit`, async () => {
+        const response = await post(`{"id":${id},"name":"Exact ${id}"}`)
+        assert.equal(response.status, 200, response.text)
+        const stored = await read(id)
+        assert.equal(stored.status, 200)
+        assert.equal(stored.text, `{"id":${id},"name":"Exact ${id}"}`)
+      })
+    }
+
+    it('keeps an exponent-form integer literal exact', async () => {
+      const response = await post('{"id":9.007199254740995e15,"name":"Exponent"}')
+      assert.equal(response.status, 200, response.text)
+      assert.equal((await read('9007199254740995')).json.name, 'Exponent')
+    })
+
+    for (const id of ['9223372036854775808', '-9223372036854775809', '18446744073709551616', '1e30']) {
+      it(`rejects id ${id} outside int64 with 400 naming id`, async () => {
+        const response = await post(`{"id":${id},"name":"Too big"}`)
+        assert.equal(response.status, 400)
+        assert.equal(response.json.error, 400)
+        assert.match(response.json.message, /\bid\b/)
+      })
+    }
+
+    it('rejects a fractional id beyond 2^53 that doubles would round to an integer', async () => {
+      const response = await post('{"id":9007199254740993.5,"name":"Half"}')
+      assert.equal(response.status, 400)
+      assert.match(response.json.message, /\bid\b.*integer/)
+    })
+
+    it('replays the same id, name and tag with 200 and stores nothing new', async () => {
+      const body = { id: 10, name: 'Aloe', tag: 'succulent' }
+      assert.equal((await post(body)).status, 200)
+      const replay = await post(body)
+      assert.equal(replay.status, 200)
+      assert.deepEqual(replay.json, { name: 'Aloe', tag: 'succulent' })
+      const list = await request('GET', `${service.url}/plants?after=9&limit=2`, { token })
+      assert.deepEqual(
+        list.json.filter((p: { id: number }) => p.id === 10),
+        [{ id: 10, name: 'Aloe', tag: 'succulent' }],
+      )
+    })
+
+    for (const [label, body] of [
+      ['a different name', { id: 20, name: 'Other', tag: 't' }],
+      ['a different tag', { id: 20, name: 'Basil', tag: 'other' }],
+      ['the tag removed', { id: 20, name: 'Basil' }],
+    ] as const) {
+      it(`answers 409 for the same id with ${label}, and changes nothing`, async () => {
+        await post({ id: 20, name: 'Basil', tag: 't' })
+        const response = await post(body)
+        assert.equal(response.status, 409)
+        assert.equal(response.json.error, 409)
+        assert.match(response.json.message, /\b20\b/)
+        assert.deepEqual((await read(20)).json, { id: 20, name: 'Basil', tag: 't' })
+      })
+    }
+
+    it('answers 409 when a tag is added to a stored plant without one', async () => {
+      await post({ id: 21, name: 'Mint' })
+      const response = await post({ id: 21, name: 'Mint', tag: 'herb' })
+      assert.equal(response.status, 409)
+      assert.deepEqual((await read(21)).json, { id: 21, name: 'Mint' })
+    })
+
+    it('stores concurrent identical creates once and answers all with 200', async () => {
+      const results = await Promise.all(
+        Array.from({ length: 20 }, () => post({ id: 30, name: 'Ivy', tag: 'vine' })),
+      )
+      assert.deepEqual(
+        results.map((r) => r.status),
+        Array(20).fill(200),
+      )
+    })
+
+    it('answers exactly one 200 among concurrent conflicting creates', async () => {
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => post({ id: 31, name: `Name ${i}` })),
+      )
+      const statuses = results.map((r) => r.status)
+      assert.equal(statuses.filter((s) => s === 200).length, 1)
+      assert.equal(statuses.filter((s) => s === 409).length, 19)
+      const winner = results.find((r) => r.status === 200)
+      assert.deepEqual((await read(31)).json, { id: 31, name: winner?.json.name })
+    })
+
+    it('accepts names of 1 and 200 characters and tags of 1 and 100', async () => {
+      assert.equal((await post({ id: 40, name: 'x', tag: 'y' })).status, 200)
+      assert.equal((await post({ id: 41, name: 'n'.repeat(200), tag: 't'.repeat(100) })).status, 200)
+      assert.equal((await post({ id: 42, name: '🌵'.repeat(200) })).status, 200)
+    })
+  })
+}

@@ -1,0 +1,53 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { request, startService, type TestService, testStores } from '../helpers.js'
+
+for (const store of testStores()) {
+  describe(`GET /plants/{id} (${store})`, () => {
+    let service: TestService
+    let token: string
+    before(async () => {
+      service = await startService(store)
+      token = await service.token()
+      await request('POST', `${service.url}/plants`, { token, body: { id: 5, name: 'Rose', tag: 'flower' } })
+    })
+    after(() => service.close())
+
+    it('answers 200 with id, name and tag', async () => {
+      const response = await request('GET', `${service.url}/plants/5`, { token })
+      assert.equal(response.status, 200)
+      assert.equal(response.text, '{"id":5,"name":"Rose","tag":"flower"}')
+    })
+
+    it('answers 404 with the Error shape for an absent id', async () => {
+      const response = await request('GET', `${service.url}/plants/6`, { token })
+      assert.equal(response.status, 404)
+      assert.deepEqual(Object.keys(response.json).sort(), ['code', 'error', 'message'])
+      assert.equal(response.json.error, 404)
+      assert.match(response.json.message, /\b6\b/)
+    })
+
+    for (const id of [
+      'abc',
+      '1.5',
+      '9223372036854775808',
+      '-9223372036854775809',
+      '1e3',
+      '%20',
+      '0x10',
+      '+5',
+    ]) {
+      it(`answers 400 naming id for ${id}`, async () => {
+        const response = await request('GET', `${service.url}/plants/${id}`, { token })
+        assert.equal(response.status, 400, response.text)
+        assert.match(response.json.message, /\bid\b/)
+      })
+    }
+
+    it('answers HEAD like GET without a body', async () => {
+      const response = await request('HEAD', `${service.url}/plants/5`, { token })
+      assert.equal(response.status, 200)
+      assert.equal(response.text, '')
+    })
+  })
+}

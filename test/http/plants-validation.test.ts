@@ -1,0 +1,134 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { rawRequest, request, startService, type TestService, testStores } from '../helpers.js'
+
+for (const store of testStores()) {
+  describe(`POST /plants rejects bad input (${store})`, () => {
+    let service: TestService
+    let token: string
+    const post = (body: unknown, options: { contentType?: string | null } = {}) =>
+      request('POST', `${service.url}/plants`, { token, body, ...options })
+
+    before(async () => {
+      service = await startService(store)
+      token = await service.token()
+    })
+    after(() => service.close())
+
+    const cases: [string, unknown, RegExp][] = [
+      ['a missing id', { name: 'x' }, /\bid\b.*required/],
+      ['a missing name', { id: 1 }, /\bname\b.*required/],
+      ['a string id', { id: '1', name: 'x' }, /\bid\b/],
+      ['a fractional id', { id: 1.5, name: 'x' }, /\bid\b/],
+      ['a null id', { id: null, name: 'x' }, /\bid\b/],
+      ['a boolean id', { id: true, name: 'x' }, /\bid\b/],
+      ['a numeric name', { id: 1, name: 5 }, /\bname\b/],
+      ['an empty name', { id: 1, name: '' }, /\bname\b/],
+      ['a 201-character name', { id: 1, name: 'n'.repeat(201) }, /\bname\b.*200/],
+      ['a null tag', { id: 1, name: 'x', tag: null }, /\btag\b/],
+      ['an empty tag', { id: 1, name: 'x', tag: '' }, /\btag\b/],
+      ['a 101-character tag', { id: 1, name: 'x', tag: 't'.repeat(101) }, /\btag\b.*100/],
+      ['an array tag', { id: 1, name: 'x', tag: ['a'] }, /\btag\b/],
+      ['an array body', '[{"id":1,"name":"x"}]', /object/],
+      ['a string body', '"plant"', /object/],
+      ['a null body', 'null', /object/],
+      ['a number body', '42', /object/],
+      ['malformed JSON', '{"id":1,"name":', /JSON/],
+      ['trailing garbage', '{"id":1,"name":"x"} extra', /JSON/],
+      ['an empty body', '', /empty/],
+      ['a __proto__ key', '{"id":1,"name":"x","__proto__":{"admin":true}}', /__proto__/],
+      [
+        'a constructor.prototype key',
+        '{"id":1,"name":"x","constructor":{"prototype":{"a":1}}}',
+        /constructor/,
+      ],
+    ]
+    for (const [label, body, message] of cases) {
+      it(`answers 400 for ${label}, naming the problem, and stores nothing`, async () => {
+        const response = await post(body)
+        assert.equal(response.status, 400, response.text)
+        assert.equal(response.json.error, 400)
+        assert.equal(typeof response.json.message, 'string')
+        assert.match(response.json.message, message)
+        assert.match(response.headers.get('content-type') ?? '', /^application\/json/)
+        assert.equal((await request('GET', `${service.url}/plants/1`, { token })).status, 404)
+      })
+    }
+
+    it('answers 415 for a missing Content-Type', async () => {
+      const response = await rawRequest(
+        `${service.url}/plants`,
+        'POST',
+        { authorization: `Bearer ${token}` },
+        '{"id":1,"name":"x"}',
+      )
+      assert.equal(response.status, 415)
+      assert.match(JSON.parse(response.text).message, /Content-Type/)
+    })
+
+    it('answers 415 for a missing Content-Type and no body', async () => {
+      const response = await request('POST', `${service.url}/plants`, { token })
+      assert.equal(response.status, 415)
+    })
+
+    for (const type of [
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'application/xml',
+      'application/json; charset=latin1',
+    ]) {
+      it(`answers 415 for Content-Type ${type}`, async () => {
+        const response = await post('{"id":1,"name":"x"}', { contentType: type })
+        assert.equal(response.status, 415)
+        assert.equal(response.json.error, 415)
+      })
+    }
+
+    it('answers 413 for a body over the 16 KiB default limit', async () => {
+      const response = await post({ id: 1, name: 'x', padding: 'p'.repeat(17 * 1024) })
+      assert.equal(response.status, 413)
+      assert.equal(response.json.error, 413)
+      assert.match(response.json.message, /16384/)
+    })
+
+    it('answers 4xx to 100,000 nested brackets and keeps serving', async () => {
+      const response = await post(`{"id":1,"name":"x","tag":${'['.repeat(100_000)}${']'.repeat(100_000)}}`)
+      assert.ok(response.status >= 400 && response.status < 500, String(response.status))
+      assert.equal((await request('GET', `${service.url}/healthz`)).status, 200)
+    })
+
+    it('answers 400 to deep nesting within the size limit and keeps serving', async () => {
+      const response = await post(`{"id":1,"name":"x","extra":${'['.repeat(5000)}${']'.repeat(5000)}}`)
+      assert.ok(response.status === 200 || response.status === 400, String(response.status))
+      const deepTag = await post(`{"id":2,"name":"x","tag":${'['.repeat(5000)}${']'.repeat(5000)}}`)
+      assert.equal(deepTag.status, 400)
+      assert.equal((await request('GET', `${service.url}/healthz`)).status, 200)
+    })
+
+    it('answers 413 to a huge string and keeps serving', async () => {
+      const response = await post({ id: 1, name: 'x'.repeat(1024 * 1024) })
+      assert.equal(response.status, 413)
+      assert.equal((await request('GET', `${service.url}/healthz`)).status, 200)
+    })
+
+    it('does not pollute prototypes through the body', async () => {
+      await post('{"id":5,"name":"x","__proto__":{"polluted":true}}')
+      assert.equal(({} as Record<string, unknown>).polluted, undefined)
+    })
+
+    it('honours BODY_LIMIT', async () => {
+      const small = await startService(store, { BODY_LIMIT: '100' })
+      try {
+        const smallToken = await small.token()
+        const response = await request('POST', `${small.url}/plants`, {
+          token: smallToken,
+          body: { id: 1, name: 'n'.repeat(150) },
+        })
+        assert.equal(response.status, 413)
+        assert.match(response.json.message, /100 bytes/)
+      } finally {
+        await small.close()
+      }
+    })
+  })
+}
