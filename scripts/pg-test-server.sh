@@ -4,7 +4,7 @@
 #   scripts/pg-test-server.sh start DIR PORT   # prints DATABASE_URL as the last line of stdout
 #   scripts/pg-test-server.sh stop DIR         # safe to call twice
 #
-# Typical use:  export DATABASE_URL="$(scripts/pg-test-server.sh start /tmp/pgtest 55432)"
+# Typical use:  export TEST_DATABASE_URL="$(scripts/pg-test-server.sh start /tmp/pgtest 55432)"
 #
 # The cluster lives entirely in DIR (data, unix socket, log), listens on 127.0.0.1:PORT only and
 # trusts loopback connections, so it must never hold anything but test data. fsync stays on: the
@@ -130,7 +130,11 @@ EOF
 
   local psql=("$bindir/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres)
   if [[ "$("${psql[@]}" -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$DB_NAME'")" != 1 ]]; then
-    "${psql[@]}" -d postgres -c "CREATE DATABASE $DB_NAME" >&2
+    # A natural-language collation, as most production databases have, so that code relying on
+    # bytewise text order fails here too. ICU locales need PostgreSQL 15+; older ones get the default.
+    "${psql[@]}" -d postgres -c "CREATE DATABASE $DB_NAME TEMPLATE template0 ENCODING 'UTF8'
+      LOCALE 'C.UTF-8' LOCALE_PROVIDER icu ICU_LOCALE 'en'" >&2 2>/dev/null ||
+      "${psql[@]}" -d postgres -c "CREATE DATABASE $DB_NAME" >&2
     log "created database $DB_NAME"
   fi
   printf 'postgres://postgres@127.0.0.1:%s/%s\n' "$port" "$DB_NAME"

@@ -8,9 +8,11 @@ export type PgSql = postgres.Sql<{ bigint: bigint }>
  * Applied in order, each in its own transaction, and recorded in `schema_migrations`; an applied
  * entry is never edited, only followed by a new one.
  *
- * Differences from SQLite, all deliberate: ids that are int64 are BIGINT; instants are TIMESTAMPTZ
- * (readable in psql, and the adapter converts them to and from `Date`); the outbox has one extra
- * partial index so that the per-subscriber claim query reads only what it leases.
+ * Differences from SQLite, all deliberate: int64 ids are BIGINT; instants are TIMESTAMPTZ (readable
+ * in psql; the adapter converts them to and from `Date`, and JS dates carry milliseconds, which
+ * TIMESTAMPTZ holds exactly); text ids use the "C" collation so that "ORDER BY ..., id" sorts
+ * bytewise like SQLite whatever the database locale; and the outbox has one extra partial index
+ * so that the per-subscriber claim query reads only what it leases.
  */
 export const postgresMigrations: { version: number; name: string; sql: string }[] = [
   {
@@ -25,7 +27,7 @@ export const postgresMigrations: { version: number; name: string; sql: string }[
       );
       CREATE INDEX plants_tag_id ON plants (tag, id);
       CREATE TABLE tokens (
-        id TEXT PRIMARY KEY,
+        id TEXT COLLATE "C" PRIMARY KEY,
         name TEXT NOT NULL,
         scopes TEXT NOT NULL,
         token_hash TEXT NOT NULL UNIQUE,
@@ -40,14 +42,14 @@ export const postgresMigrations: { version: number; name: string; sql: string }[
     name: 'webhook subscriptions and outbox',
     sql: `
       CREATE TABLE webhook_subscriptions (
-        id TEXT PRIMARY KEY,
+        id TEXT COLLATE "C" PRIMARY KEY,
         url TEXT NOT NULL,
         secret TEXT NOT NULL,
         created_at TIMESTAMPTZ NOT NULL
       );
       CREATE TABLE webhook_deliveries (
-        id TEXT PRIMARY KEY,
-        subscription_id TEXT NOT NULL,
+        id TEXT COLLATE "C" PRIMARY KEY,
+        subscription_id TEXT COLLATE "C" NOT NULL,
         plant_id BIGINT NOT NULL,
         payload TEXT NOT NULL,
         status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
@@ -62,7 +64,7 @@ export const postgresMigrations: { version: number; name: string; sql: string }[
       );
       CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at);
       CREATE INDEX webhook_deliveries_recent ON webhook_deliveries (created_at);
-      CREATE INDEX webhook_deliveries_pending_by_subscription ON webhook_deliveries (subscription_id, next_attempt_at)
+      CREATE INDEX webhook_deliveries_pending_by_subscription ON webhook_deliveries (subscription_id, next_attempt_at, id)
         WHERE status = 'pending';`,
   },
 ]
@@ -82,6 +84,8 @@ export const MIGRATION_LOCK_KEY = 0x706c616e74737472n
 export async function migratePostgres(sql: PgSql): Promise<number[]> {
   const applied: number[] = []
   for (const migration of postgresMigrations) {
+    // sql.begin() is unsafe if the connection dies mid-transaction (see PostgresStorage); that is
+    // tolerable here, at start-up only, where the worst case is a process that fails to start.
     const ran = await sql.begin(async (tx) => {
       // DDL on a large table may outlast the per-request statement timeout set on the pool.
       await tx`SET LOCAL statement_timeout = '15min'`

@@ -23,7 +23,8 @@ export interface SqliteOptions {
 
 type Row = Record<string, unknown>
 
-const toDate = (value: unknown): Date | null => (value === null || value === undefined ? null : new Date(Number(value)))
+const toDate = (value: unknown): Date | null =>
+  value === null || value === undefined ? null : new Date(Number(value))
 
 function toPlant(row: Row): Plant {
   const plant: Plant = { id: row.id as bigint, name: row.name as string }
@@ -104,7 +105,9 @@ export class SqliteStorage implements Storage {
     const db = this.db
     const exact = (sql: string) => db.prepare(sql).safeIntegers(true)
     this.statements = {
-      insertPlant: exact('INSERT INTO plants (id, name, tag, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING'),
+      insertPlant: exact(
+        'INSERT INTO plants (id, name, tag, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING',
+      ),
       getPlant: exact('SELECT id, name, tag FROM plants WHERE id = ?'),
       deletePlant: exact('DELETE FROM plants WHERE id = ?'),
       enqueueDeliveries: exact(`INSERT INTO webhook_deliveries
@@ -116,7 +119,8 @@ export class SqliteStorage implements Storage {
       listAfter: exact('SELECT id, name, tag FROM plants WHERE id > ? ORDER BY id LIMIT ?'),
       listTagFirst: exact('SELECT id, name, tag FROM plants WHERE tag = ? ORDER BY id LIMIT ?'),
       listTagAfter: exact('SELECT id, name, tag FROM plants WHERE tag = ? AND id > ? ORDER BY id LIMIT ?'),
-      insertToken: db.prepare(`INSERT INTO tokens (id, name, scopes, token_hash, created_at, expires_at, last_used_at, revoked_at)
+      insertToken:
+        db.prepare(`INSERT INTO tokens (id, name, scopes, token_hash, created_at, expires_at, last_used_at, revoked_at)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
       tokenByHash: db.prepare('SELECT * FROM tokens WHERE token_hash = ?'),
       listTokens: db.prepare('SELECT * FROM tokens ORDER BY created_at, id'),
@@ -125,7 +129,9 @@ export class SqliteStorage implements Storage {
       countUsable: db.prepare(
         'SELECT count(*) AS n FROM tokens WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)',
       ),
-      insertSubscription: db.prepare('INSERT INTO webhook_subscriptions (id, url, secret, created_at) VALUES (?, ?, ?, ?)'),
+      insertSubscription: db.prepare(
+        'INSERT INTO webhook_subscriptions (id, url, secret, created_at) VALUES (?, ?, ?, ?)',
+      ),
       listSubscriptions: db.prepare('SELECT * FROM webhook_subscriptions ORDER BY created_at, id'),
       deleteSubscription: db.prepare('DELETE FROM webhook_subscriptions WHERE id = ?'),
       failSubscriptionDeliveries: db.prepare(`UPDATE webhook_deliveries
@@ -251,11 +257,15 @@ export class SqliteStorage implements Storage {
         )
         .safeIntegers(true)
         .all(now, now, ...excluded, request.perSubscription, request.limit) as Row[]
-      const lease = this.db.prepare('UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ? WHERE id = ?')
+      const lease = this.db.prepare(
+        'UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ? WHERE id = ?',
+      )
       for (const row of rows) lease.run(request.owner, request.leaseUntil.getTime(), row.id)
       return rows
     })
-    return claim.immediate().map((row) => ({ ...toDelivery(row), url: row.url as string, secret: row.secret as string }))
+    return claim
+      .immediate()
+      .map((row) => ({ ...toDelivery(row), url: row.url as string, secret: row.secret as string }))
   }
 
   async recordAttempt(result: AttemptResult): Promise<void> {

@@ -1,0 +1,296 @@
+import type {
+  AttemptResult,
+  ClaimRequest,
+  CreateOutcome,
+  Delivery,
+  LeasedDelivery,
+  ListQuery,
+  Plant,
+  Storage,
+  Subscription,
+  TokenRecord,
+} from '../storage.js'
+import { createPostgresClient, type PostgresOptions, toStoreError } from './connection.js'
+import { migratePostgres, type PgSql } from './migrations.js'
+
+export { createPostgresClient, isUnavailableError, type PostgresOptions } from './connection.js'
+export { migratePostgres } from './migrations.js'
+
+type Row = Record<string, unknown>
+
+/** Runs database work, turning connectivity failures into StoreUnavailableError (answered as 503). */
+async function guard<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work()
+  } catch (error) {
+    throw toStoreError(error)
+  }
+}
+
+const toDate = (value: unknown): Date | null =>
+  value === null || value === undefined ? null : (value as Date)
+
+function toPlant(row: Row): Plant {
+  const plant: Plant = { id: row.id as bigint, name: row.name as string }
+  if (row.tag !== null) plant.tag = row.tag as string
+  return plant
+}
+
+function toToken(row: Row): TokenRecord {
+  return {
+    id: row.id as string,
+    name: row.name as string,
+    scopes: (row.scopes as string).split(',').filter(Boolean),
+    hash: row.token_hash as string,
+    createdAt: row.created_at as Date,
+    expiresAt: toDate(row.expires_at),
+    lastUsedAt: toDate(row.last_used_at),
+    revokedAt: toDate(row.revoked_at),
+  }
+}
+
+function toDelivery(row: Row): Delivery {
+  return {
+    id: row.id as string,
+    subscriptionId: row.subscription_id as string,
+    plantId: row.plant_id as bigint,
+    payload: row.payload as string,
+    status: row.status as Delivery['status'],
+    attempts: row.attempts as number,
+    nextAttemptAt: row.next_attempt_at as Date,
+    lastAttemptAt: toDate(row.last_attempt_at),
+    lastStatus: (row.last_status as number | null) ?? null,
+    lastError: (row.last_error as string | null) ?? null,
+    createdAt: row.created_at as Date,
+  }
+}
+
+/**
+ * Opens the pool, checks the server version and applies pending migrations. Throws
+ * StoreUnavailableError when the server cannot be reached. The pool needs no supervision later:
+ * postgres.js opens connections lazily, so after an outage the next query simply reconnects.
+ */
+export async function openPostgresStorage(options: PostgresOptions): Promise<Storage> {
+  const sql = createPostgresClient(options)
+  try {
+    await guard(async () => {
+      const [row] = await sql`SELECT current_setting('server_version_num')::int AS version`
+      // gen_random_uuid() (delivery ids) is built in from PostgreSQL 13.
+      if (!row || (row.version as number) < 130000) throw new Error('PostgreSQL 13 or later is required')
+      await migratePostgres(sql)
+    })
+  } catch (error) {
+    await sql.end({ timeout: 1 }).catch(() => {})
+    throw error
+  }
+  return new PostgresStorage(sql)
+}
+
+/**
+ * The networked store: a postgres.js pool; safe to share between any number of instances.
+ *
+ * Every method is a single SQL statement (atomic on its own), never `sql.begin()`: in postgres.js
+ * 3.4.9, a connection lost inside `sql.begin()` makes the library write to a closed socket from a
+ * timer, an uncaught TypeError that kills the process and leaves the pool slot broken
+ * (porsager/postgres#1133). Single statements fail cleanly and the pool reconnects.
+ */
+export class PostgresStorage implements Storage {
+  readonly kind = 'postgres'
+
+  constructor(private readonly sql: PgSql) {}
+
+  async createPlant(plant: Plant, payload: string): Promise<CreateOutcome> {
+    const { sql } = this
+    const now = new Date()
+    // Repeats only if the row we collided with is deleted before we read it; then it is ours.
+    for (let attempt = 0; attempt < 5; attempt++) {
+      // One statement, hence one transaction: the plant and its outbox rows commit together. An
+      // insert colliding with an uncommitted row waits for that transaction, so when this one
+      // reports "not inserted" the winner has committed and the SELECT below (a new snapshot)
+      // sees it.
+      const [result] = await guard(
+        () => sql`WITH inserted AS (
+            INSERT INTO plants (id, name, tag, created_at)
+            VALUES (${plant.id}, ${plant.name}, ${plant.tag ?? null}, ${now})
+            ON CONFLICT (id) DO NOTHING
+            RETURNING id
+          ), enqueued AS (
+            INSERT INTO webhook_deliveries
+              (id, subscription_id, plant_id, payload, status, attempts, next_attempt_at, created_at)
+            SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), s.id, i.id, ${payload},
+                   'pending', 0, ${now}, ${now}
+            FROM inserted i CROSS JOIN webhook_subscriptions s
+          )
+          SELECT count(*)::int AS created FROM inserted`,
+      )
+      if (result?.created === 1) return { kind: 'created' }
+      const [row] = await guard(() => sql`SELECT id, name, tag FROM plants WHERE id = ${plant.id}`)
+      if (!row) continue
+      const existing = toPlant(row)
+      const same = existing.name === plant.name && existing.tag === plant.tag
+      return same ? { kind: 'replayed' } : { kind: 'conflict', existing }
+    }
+    throw new Error(`plant ${plant.id} kept being created and deleted concurrently`)
+  }
+
+  async getPlant(id: bigint): Promise<Plant | undefined> {
+    const [row] = await guard(() => this.sql`SELECT id, name, tag FROM plants WHERE id = ${id}`)
+    return row ? toPlant(row) : undefined
+  }
+
+  async listPlants(query: ListQuery): Promise<Plant[]> {
+    const { sql } = this
+    const { after, tag, limit } = query
+    const rows = await guard(
+      () => sql`SELECT id, name, tag FROM plants
+        WHERE ${tag === undefined ? sql`TRUE` : sql`tag = ${tag}`}
+          AND ${after === undefined ? sql`TRUE` : sql`id > ${after}`}
+        ORDER BY id LIMIT ${limit}`,
+    )
+    return rows.map(toPlant)
+  }
+
+  async deletePlant(id: bigint): Promise<boolean> {
+    const result = await guard(() => this.sql`DELETE FROM plants WHERE id = ${id}`)
+    return result.count === 1
+  }
+
+  async createToken(token: TokenRecord): Promise<void> {
+    await guard(
+      () => this.sql`INSERT INTO tokens
+          (id, name, scopes, token_hash, created_at, expires_at, last_used_at, revoked_at)
+        VALUES (${token.id}, ${token.name}, ${token.scopes.join(',')}, ${token.hash}, ${token.createdAt},
+                ${token.expiresAt}, ${token.lastUsedAt}, ${token.revokedAt})`,
+    )
+  }
+
+  async findTokenByHash(hash: string): Promise<TokenRecord | undefined> {
+    const [row] = await guard(() => this.sql`SELECT * FROM tokens WHERE token_hash = ${hash}`)
+    return row ? toToken(row) : undefined
+  }
+
+  async listTokens(): Promise<TokenRecord[]> {
+    const rows = await guard(() => this.sql`SELECT * FROM tokens ORDER BY created_at, id`)
+    return rows.map(toToken)
+  }
+
+  async revokeToken(id: string): Promise<boolean> {
+    const result = await guard(
+      () => this.sql`UPDATE tokens SET revoked_at = ${new Date()} WHERE id = ${id} AND revoked_at IS NULL`,
+    )
+    return result.count === 1
+  }
+
+  async touchToken(id: string, at: Date): Promise<void> {
+    await guard(() => this.sql`UPDATE tokens SET last_used_at = ${at} WHERE id = ${id}`)
+  }
+
+  async countUsableTokens(now: Date): Promise<number> {
+    const [row] = await guard(
+      () => this.sql`SELECT count(*) AS n FROM tokens
+        WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ${now})`,
+    )
+    return Number(row?.n ?? 0)
+  }
+
+  async addSubscription(subscription: Subscription): Promise<void> {
+    await guard(
+      () => this.sql`INSERT INTO webhook_subscriptions (id, url, secret, created_at)
+        VALUES (${subscription.id}, ${subscription.url}, ${subscription.secret}, ${subscription.createdAt})`,
+    )
+  }
+
+  async listSubscriptions(): Promise<Subscription[]> {
+    const rows = await guard(() => this.sql`SELECT * FROM webhook_subscriptions ORDER BY created_at, id`)
+    return rows.map((row) => ({
+      id: row.id as string,
+      url: row.url as string,
+      secret: row.secret as string,
+      createdAt: row.created_at as Date,
+    }))
+  }
+
+  async removeSubscription(id: string): Promise<boolean> {
+    // One statement, so the removal and the failing of its outbox rows are atomic.
+    const [row] = await guard(
+      () => this.sql`WITH removed AS (
+          DELETE FROM webhook_subscriptions WHERE id = ${id} RETURNING id
+        ), failed AS (
+          UPDATE webhook_deliveries
+          SET status = 'failed', last_error = 'subscription removed', lease_owner = NULL, lease_until = NULL
+          WHERE subscription_id IN (SELECT id FROM removed) AND status = 'pending'
+        )
+        SELECT count(*)::int AS removed FROM removed`,
+    )
+    return row?.removed === 1
+  }
+
+  async claimDeliveries(request: ClaimRequest): Promise<LeasedDelivery[]> {
+    const { sql } = this
+    const { now, owner, leaseUntil, limit, perSubscription, excludeSubscriptions } = request
+    // Per subscriber, the oldest due deliveries that no live lease holds, at most perSubscription
+    // of them; SKIP LOCKED passes over rows another instance is claiming right now instead of
+    // waiting, and locking inside the LATERAL keeps the lock set bounded by what could be chosen.
+    const rows = await guard(
+      () => sql`WITH chosen AS (
+          SELECT d.id FROM webhook_subscriptions s
+          CROSS JOIN LATERAL (
+            SELECT id, next_attempt_at FROM webhook_deliveries
+            WHERE subscription_id = s.id AND status = 'pending' AND next_attempt_at <= ${now}
+              AND (lease_until IS NULL OR lease_until < ${now})
+            ORDER BY next_attempt_at, id
+            LIMIT ${perSubscription}
+            FOR UPDATE SKIP LOCKED
+          ) d
+          WHERE s.id <> ALL(${sql.array(excludeSubscriptions, 25)}::text[])
+          ORDER BY d.next_attempt_at, d.id
+          LIMIT ${limit}
+        )
+        UPDATE webhook_deliveries w SET lease_owner = ${owner}, lease_until = ${leaseUntil}
+        FROM chosen, webhook_subscriptions s
+        WHERE w.id = chosen.id AND s.id = w.subscription_id
+        RETURNING w.*, s.url, s.secret`,
+    )
+    const leased = rows.map((row) => ({
+      ...toDelivery(row),
+      url: row.url as string,
+      secret: row.secret as string,
+    }))
+    // RETURNING has no order; hand them out oldest first, as the SQLite adapter does.
+    return leased.sort(
+      (a, b) =>
+        a.nextAttemptAt.getTime() - b.nextAttemptAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+    )
+  }
+
+  async recordAttempt(result: AttemptResult): Promise<void> {
+    const status = result.ok ? 'delivered' : result.retryAt ? 'pending' : 'failed'
+    await guard(
+      () => this.sql`UPDATE webhook_deliveries
+        SET attempts = attempts + 1, last_attempt_at = ${result.at}, last_status = ${result.status},
+            last_error = ${result.error}, status = ${status},
+            next_attempt_at = coalesce(${result.retryAt}::timestamptz, next_attempt_at),
+            lease_owner = NULL, lease_until = NULL
+        WHERE id = ${result.deliveryId} AND lease_owner = ${result.leaseOwner} AND status = 'pending'`,
+    )
+  }
+
+  async listDeliveries(options: { failedOnly: boolean; limit: number }): Promise<Delivery[]> {
+    const { sql } = this
+    const rows = await guard(
+      () => sql`SELECT * FROM webhook_deliveries
+        ${options.failedOnly ? sql`WHERE status = 'failed'` : sql``}
+        ORDER BY created_at DESC, id LIMIT ${options.limit}`,
+    )
+    return rows.map(toDelivery)
+  }
+
+  async ping(): Promise<void> {
+    await guard(() => this.sql`SELECT 1`)
+  }
+
+  async close(): Promise<void> {
+    // Waits up to 5 s for running queries, then closes the sockets regardless.
+    await this.sql.end({ timeout: 5 })
+  }
+}

@@ -1,0 +1,165 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { request, startService, type TestService, testStores } from '../helpers.js'
+
+/** The rel="next" target of a GitHub-style Link header, or undefined on the last page. */
+function nextUrl(link: string | null): string | undefined {
+  return link ? /<([^>]+)>;\s*rel="next"/.exec(link)?.[1] : undefined
+}
+
+for (const store of testStores()) {
+  describe(`GET /plants and DELETE /plants/{id} (${store})`, () => {
+    let service: TestService
+    let token: string
+    const ids = [
+      -9223372036854775808n,
+      -5n,
+      0n,
+      7n,
+      9007199254740993n,
+      ...Array.from({ length: 240 }, (_, i) => 1000n + BigInt(i)),
+      9223372036854775807n,
+    ].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+    const list = (query: string, t = token) => request('GET', `${service.url}/plants${query}`, { token: t })
+
+    before(async () => {
+      service = await startService(store)
+      token = await service.token()
+      // Inserted out of order on purpose: the listing must sort by id, not by arrival.
+      for (const id of [...ids].reverse()) {
+        const tag = id % 3n === 0n ? 'even-third' : undefined
+        const body = tag ? `{"id":${id},"name":"p${id}","tag":"${tag}"}` : `{"id":${id},"name":"p${id}"}`
+        const response = await request('POST', `${service.url}/plants`, { token, body })
+        assert.equal(response.status, 200)
+      }
+    })
+    after(() => service.close())
+
+    it('lists 100 by default, ordered by id, ids exact, with a next link', async () => {
+      const response = await list('')
+      assert.equal(response.status, 200)
+      assert.match(response.text, /^\[\{"id":-9223372036854775808,"name":"p-9223372036854775808"\}/)
+      const page = JSON.parse(response.text.replace(/"id":(-?\d+)/g, '"id":"$1"'))
+      assert.equal(page.length, 100)
+      assert.deepEqual(
+        page.map((p: { id: string }) => BigInt(p.id)),
+        ids.slice(0, 100),
+      )
+      assert.ok(nextUrl(response.headers.get('link')))
+    })
+
+    it('pages through everything with after and Link, missing and repeating nothing', async () => {
+      const seen: bigint[] = []
+      let url: string | undefined = `${service.url}/plants?limit=37`
+      let pages = 0
+      while (url) {
+        const response = await request('GET', url, { token })
+        assert.equal(response.status, 200)
+        for (const match of response.text.matchAll(/"id":(-?\d+)/g)) seen.push(BigInt(match[1] as string))
+        url = nextUrl(response.headers.get('link'))
+        pages++
+        assert.ok(pages < 20)
+      }
+      assert.deepEqual(seen, ids)
+      assert.equal(pages, Math.ceil(ids.length / 37))
+    })
+
+    it('sends no Link on the last page, even when it is exactly full', async () => {
+      const response = await list(`?limit=2&after=${ids.at(-3)}`)
+      assert.equal(response.status, 200)
+      assert.equal(response.json.length, 2)
+      assert.equal(response.headers.get('link'), null)
+    })
+
+    it('puts an absolute next URL carrying limit, after and tag', async () => {
+      const response = await list('?limit=5&tag=even-third')
+      const next = new URL(nextUrl(response.headers.get('link')) as string)
+      assert.equal(next.origin, service.url)
+      assert.equal(next.pathname, '/plants')
+      assert.equal(next.searchParams.get('limit'), '5')
+      assert.equal(next.searchParams.get('tag'), 'even-third')
+      assert.ok(next.searchParams.get('after'))
+    })
+
+    it('filters by tag across pages', async () => {
+      const expected = ids.filter((id) => id % 3n === 0n)
+      const seen: bigint[] = []
+      let url: string | undefined = `${service.url}/plants?tag=even-third&limit=10`
+      while (url) {
+        const response = await request('GET', url, { token })
+        for (const plant of response.json) assert.equal(plant.tag, 'even-third')
+        for (const match of response.text.matchAll(/"id":(-?\d+)/g)) seen.push(BigInt(match[1] as string))
+        url = nextUrl(response.headers.get('link'))
+      }
+      assert.deepEqual(seen, expected)
+      assert.deepEqual((await list('?tag=nothing-has-this')).json, [])
+    })
+
+    it('accepts after at the int64 edges', async () => {
+      assert.deepEqual((await list('?after=9223372036854775807')).json, [])
+      const first = await list('?after=-9223372036854775808&limit=1')
+      assert.match(first.text, /^\[\{"id":-5,/)
+      const exact = await list('?after=9007199254740992&limit=1')
+      assert.match(exact.text, /"id":9007199254740993/)
+    })
+
+    it('accepts limit 1 and 1000', async () => {
+      assert.equal((await list('?limit=1')).json.length, 1)
+      assert.equal((await list('?limit=1000')).json.length, ids.length)
+    })
+
+    for (const query of ['?limit=0', '?limit=1001', '?limit=abc', '?limit=1.5', '?limit=-1', '?limit=']) {
+      it(`answers 400 naming limit for ${query}`, async () => {
+        const response = await list(query)
+        assert.equal(response.status, 400)
+        assert.match(response.json.message, /\blimit\b/)
+      })
+    }
+
+    for (const query of ['?after=abc', '?after=9223372036854775808', '?after=1.5', '?after=1e3']) {
+      it(`answers 400 naming after for ${query}`, async () => {
+        const response = await list(query)
+        assert.equal(response.status, 400)
+        assert.match(response.json.message, /\bafter\b/)
+      })
+    }
+
+    it('answers 400 naming tag for an empty or too long tag', async () => {
+      assert.match((await list('?tag=')).json.message, /\btag\b/)
+      assert.equal((await list(`?tag=${'t'.repeat(101)}`)).status, 400)
+    })
+
+    it('deletes with 204 and no body, then 404, and the id can be created again', async () => {
+      const removed = await request('DELETE', `${service.url}/plants/7`, { token })
+      assert.equal(removed.status, 204)
+      assert.equal(removed.text, '')
+      assert.equal((await request('GET', `${service.url}/plants/7`, { token })).status, 404)
+      assert.equal((await request('DELETE', `${service.url}/plants/7`, { token })).status, 404)
+      const again = await request('POST', `${service.url}/plants`, { token, body: { id: 7, name: 'reborn', tag: 'new' } })
+      assert.equal(again.status, 200)
+      assert.deepEqual((await request('GET', `${service.url}/plants/7`, { token })).json, {
+        id: 7,
+        name: 'reborn',
+        tag: 'new',
+      })
+    })
+
+    it('deletes the int64 extremes exactly', async () => {
+      assert.equal((await request('DELETE', `${service.url}/plants/9223372036854775807`, { token })).status, 204)
+      assert.equal((await request('GET', `${service.url}/plants/9223372036854775806`, { token })).status, 404)
+      assert.equal((await request('DELETE', `${service.url}/plants/-9223372036854775808`, { token })).status, 204)
+      assert.equal((await request('DELETE', `${service.url}/plants/abc`, { token })).status, 400)
+      assert.equal((await request('DELETE', `${service.url}/plants/9223372036854775808`, { token })).status, 400)
+    })
+
+    it('needs plants:read to list and plants:write to delete', async () => {
+      const writer = await service.token(['plants:write'])
+      const reader = await service.token(['plants:read'])
+      assert.equal((await list('', writer)).status, 403)
+      assert.equal((await request('DELETE', `${service.url}/plants/0`, { token: reader })).status, 403)
+      assert.equal((await request('GET', `${service.url}/plants/0`, { token: reader })).status, 200)
+      assert.equal((await list('')).status, 200)
+      assert.equal((await request('GET', `${service.url}/plants`)).status, 401)
+    })
+  })
+}

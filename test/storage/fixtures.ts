@@ -1,0 +1,27 @@
+/** Shared by the parts of the storage contract (`contract.ts`, `contract-webhooks.ts`). */
+import type { Plant, Storage } from '../../src/storage/storage.js'
+
+/** What each part of the contract gets: the store under test and a way to open a second one. */
+export interface ContractContext {
+  /** The store under test; empty at the start of every test. */
+  store(): Storage
+  /** Another instance on the same data, as a second process would have; closed after the test. */
+  another(): Promise<Storage>
+}
+
+/** A plant value; an absent tag is an absent key, as the adapters return it. */
+export function plant(id: bigint, name: string, tag?: string): Plant {
+  return tag === undefined ? { id, name } : { id, name, tag }
+}
+
+/** The exact JSON body a route would store for the plant (ids printed digit for digit). */
+export function payloadOf(p: Plant): string {
+  const tag = p.tag === undefined ? '' : `,"tag":${JSON.stringify(p.tag)}`
+  return `{"id":${p.id},"name":${JSON.stringify(p.name)}${tag}}`
+}
+
+/** Creates the plant with its payload. */
+export const create = (store: Storage, p: Plant) => store.createPlant(p, payloadOf(p))
+
+/** A fixed instant plus `ms`, for records whose times the test chooses. */
+export const at = (ms: number) => new Date(Date.parse('2030-01-01T00:00:00.000Z') + ms)

@@ -1,0 +1,191 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import postgres from 'postgres'
+import { migratePostgres } from '../../src/storage/postgres/migrations.js'
+import {
+  createPostgresClient,
+  isUnavailableError,
+  openPostgresStorage,
+} from '../../src/storage/postgres/postgres-storage.js'
+import { StoreUnavailableError } from '../../src/storage/storage.js'
+import { storageContract } from './contract.js'
+import { payloadOf, plant } from './fixtures.js'
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/**
+ * Retries `work` while it fails with StoreUnavailableError: after its connection is killed, a
+ * postgres.js 3.4.9 pool may fail the next query on that slot once more (with the old 57P01).
+ */
+async function eventually<T>(work: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work()
+    } catch (error) {
+      assert.ok(error instanceof StoreUnavailableError, String(error))
+      if (attempt === 5) throw error
+      await sleep(100)
+    }
+  }
+}
+
+const url = process.env.TEST_DATABASE_URL
+const inCi = !!process.env.CI && !['0', 'false'].includes(process.env.CI.toLowerCase())
+
+if (!url) {
+  // CI must exercise PostgreSQL: a missing URL there is a broken pipeline, not a reason to pass.
+  if (inCi) {
+    throw new Error('TEST_DATABASE_URL is not set; start a server with scripts/pg-test-server.sh start DIR PORT')
+  }
+  it('postgres storage contract', (t) => {
+    t.diagnostic(
+      'NOT RUN: TEST_DATABASE_URL is unset. Run: export TEST_DATABASE_URL="$(scripts/pg-test-server.sh start /tmp/pgtest 55432)"',
+    )
+  })
+} else {
+  const databaseUrl = url
+  // The suite wipes the public schema, so it refuses any database not named as a test one.
+  const database = decodeURIComponent(new URL(databaseUrl).pathname.slice(1))
+  if (!/test/i.test(database)) {
+    throw new Error(`refusing to wipe database "${database}": its name must contain "test"`)
+  }
+
+  const options = { url: databaseUrl, poolSize: 10, statementTimeoutMs: 5000 }
+
+  async function reset(): Promise<void> {
+    const admin = postgres(databaseUrl, { max: 1, onnotice: () => {} })
+    try {
+      await admin.unsafe('DROP SCHEMA IF EXISTS public CASCADE; CREATE SCHEMA public')
+    } finally {
+      await admin.end()
+    }
+  }
+
+  storageContract('postgres', () => openPostgresStorage(options), reset)
+
+  describe('postgres adapter', () => {
+    it('migrates each version exactly once when three instances start together', async () => {
+      await reset()
+      const clients = [1, 2, 3].map(() => createPostgresClient({ ...options, poolSize: 1 }))
+      try {
+        const runs = await Promise.all(clients.map((sql) => migratePostgres(sql)))
+        assert.deepEqual(runs.flat().sort(), [1, 2])
+        assert.deepEqual(await Promise.all(clients.map((sql) => migratePostgres(sql))), [[], [], []])
+        const [first] = clients
+        assert.ok(first)
+        const rows = await first`SELECT version FROM schema_migrations ORDER BY version`
+        assert.deepEqual(
+          rows.map((r) => r.version),
+          [1, 2],
+        )
+      } finally {
+        await Promise.all(clients.map((sql) => sql.end()))
+      }
+    })
+
+    it('reads int8 as bigint and binds bigint exactly', async () => {
+      const sql = createPostgresClient({ ...options, poolSize: 1 })
+      try {
+        const [row] =
+          await sql`SELECT ${9007199254740993n}::int8 + 0 AS n, (${-9223372036854775808n})::text AS t`
+        assert.equal(row?.n, 9007199254740993n)
+        assert.equal(row?.t, '-9223372036854775808')
+      } finally {
+        await sql.end()
+      }
+    })
+
+    it('sets the statement timeout on every connection', async () => {
+      const sql = createPostgresClient({ ...options, poolSize: 1, statementTimeoutMs: 250 })
+      try {
+        const [row] = await sql`SHOW statement_timeout`
+        assert.equal(row?.statement_timeout, '250ms')
+        await assert.rejects(sql`SELECT pg_sleep(2)`, (error: Error & { code?: string }) => {
+          assert.equal(error.code, '57014')
+          assert.equal(isUnavailableError(error), false, 'a cancelled statement is not an outage')
+          return true
+        })
+      } finally {
+        await sql.end()
+      }
+    })
+
+    it('reports an unreachable server as StoreUnavailableError', async () => {
+      const unreachable = new URL(databaseUrl)
+      unreachable.port = '1'
+      await assert.rejects(openPostgresStorage({ ...options, url: unreachable.href }), (error: Error) => {
+        assert.ok(error instanceof StoreUnavailableError, `${error.name}: ${error.message}`)
+        assert.match(error.message, /PostgreSQL is unavailable/)
+        return true
+      })
+    })
+
+    it('classifies connection failures and only those', () => {
+      for (const code of [
+        'ECONNREFUSED',
+        'ENOTFOUND',
+        'ETIMEDOUT',
+        'CONNECT_TIMEOUT',
+        'CONNECTION_ENDED',
+        '57P01',
+        '08006',
+      ]) {
+        assert.equal(isUnavailableError(Object.assign(new Error(code), { code })), true, code)
+      }
+      for (const code of ['23505', '42P01', '57014', undefined]) {
+        assert.equal(
+          isUnavailableError(Object.assign(new Error(String(code)), { code })),
+          false,
+          String(code),
+        )
+      }
+    })
+
+    it('survives its connection being killed in the middle of a write', async () => {
+      await reset()
+      const store = await openPostgresStorage(options)
+      const admin = postgres(databaseUrl, { max: 2, onnotice: () => {} })
+      const blocker = await admin.reserve()
+      try {
+        // An uncommitted insert of the same id makes createPlant wait inside the server.
+        await blocker`BEGIN`
+        await blocker`INSERT INTO plants (id, name, created_at) VALUES (77, 'blocker', now())`
+        const pending = store.createPlant(plant(77n, 'fern'), payloadOf(plant(77n, 'fern')))
+        pending.catch(() => {})
+        const waiting = () => admin`SELECT pid FROM pg_stat_activity
+          WHERE application_name = 'plant-store' AND wait_event_type = 'Lock'`
+        for (let i = 0; i < 100 && (await waiting()).length === 0; i++) await sleep(20)
+        assert.equal((await waiting()).length, 1, 'createPlant is waiting on the lock')
+        await admin`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+          WHERE application_name = 'plant-store' AND wait_event_type = 'Lock'`
+        await assert.rejects(pending, StoreUnavailableError)
+        await blocker`ROLLBACK`
+        assert.deepEqual(await eventually(() => store.createPlant(plant(77n, 'fern'), '{}')), {
+          kind: 'created',
+        })
+        assert.deepEqual(await store.getPlant(77n), plant(77n, 'fern'))
+        await sleep(50)
+      } finally {
+        blocker.release()
+        await store.close()
+        await admin.end()
+      }
+    })
+
+    it('recovers by itself after its connections are terminated', async () => {
+      await reset()
+      const store = await openPostgresStorage(options)
+      const admin = postgres(databaseUrl, { max: 1 })
+      try {
+        await store.ping()
+        await admin`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+          WHERE application_name = 'plant-store' AND datname = current_database() AND pid <> pg_backend_pid()`
+        await eventually(() => store.ping())
+        assert.deepEqual(await store.listPlants({ limit: 1 }), [])
+      } finally {
+        await store.close()
+        await admin.end()
+      }
+    })
+  })
+}
