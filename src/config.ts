@@ -23,8 +23,24 @@ export interface Config {
   shutdownTimeoutMs: number
   /** How long a token lookup may be served from memory; bounds how late a revocation bites. */
   tokenCacheMs: number
-  /** `full`: a 200 waits for fsync (survives power loss). `normal`: survives a process crash. */
+  /**
+   * `SQLITE_SYNC`. `full` (default): a create is answered only after its commit is fsynced, so it
+   * survives power loss. `normal`, the documented faster mode: commits are not fsynced (the WAL is
+   * synced at checkpoints), so an answered create survives a crash of the process but may be lost
+   * with the last commits on power loss or an OS crash. Either way creates are group-committed:
+   * those that arrive together share one transaction (and, with `full`, one fsync).
+   */
   sqliteSync: 'full' | 'normal'
+  /**
+   * `SQLITE_MAX_BATCH`, default 256: most creates one group commit takes. Larger batches amortise
+   * an fsync over more requests; smaller ones bound how long the requests in one batch wait.
+   */
+  sqliteMaxBatch: number
+  /**
+   * `SQLITE_BUSY_TIMEOUT_MS`, default 5000: how long a write waits for the lock while another
+   * process writes the same file, before its whole batch fails with 503.
+   */
+  sqliteBusyTimeoutMs: number
   webhookTimeoutMs: number
   webhookMaxAttempts: number
   webhookBackoffBaseMs: number
@@ -94,7 +110,7 @@ function databaseUrl(env: Env): string | undefined {
 /** Reads and checks the environment; throws a ConfigError naming the first bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const host = env.HOST?.trim() || '127.0.0.1'
-  return {
+  const config: Config = {
     port: int(env, 'PORT', 8080, 0, 65535),
     host,
     dbPath: path.resolve(env.PLANT_STORE_DB?.trim() || './data/plant-store.db'),
@@ -109,12 +125,21 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 3_600_000),
     tokenCacheMs: int(env, 'TOKEN_CACHE_MS', 1_000, 0, 1_000),
     sqliteSync: oneOf(env, 'SQLITE_SYNC', 'full', ['full', 'normal']),
+    sqliteMaxBatch: int(env, 'SQLITE_MAX_BATCH', 256, 1, 10_000),
+    sqliteBusyTimeoutMs: int(env, 'SQLITE_BUSY_TIMEOUT_MS', 5000, 1, 600_000),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 1, 600_000),
-    webhookMaxAttempts: int(env, 'WEBHOOK_MAX_ATTEMPTS', 18, 1, 1000),
+    webhookMaxAttempts: int(env, 'WEBHOOK_MAX_ATTEMPTS', 19, 1, 1000),
     webhookBackoffBaseMs: int(env, 'WEBHOOK_BACKOFF_BASE_MS', 5_000, 1, 86_400_000),
-    webhookBackoffMaxMs: int(env, 'WEBHOOK_BACKOFF_MAX_MS', 4 * 3_600_000, 1, 7 * 86_400_000),
+    webhookBackoffMaxMs: int(env, 'WEBHOOK_BACKOFF_MAX_MS', 3 * 3_600_000, 1, 7 * 86_400_000),
     webhookPollMs: int(env, 'WEBHOOK_POLL_MS', 1_000, 10, 600_000),
     webhookLeaseMs: int(env, 'WEBHOOK_LEASE_MS', 60_000, 100, 86_400_000),
     webhookWorker: bool(env, 'WEBHOOK_WORKER', true),
   }
+  // A lease shorter than a send would let another claim (even this worker's) resend it meanwhile.
+  if (config.webhookLeaseMs <= config.webhookTimeoutMs) {
+    throw new ConfigError(
+      `WEBHOOK_LEASE_MS (${config.webhookLeaseMs}) must be larger than WEBHOOK_TIMEOUT_MS (${config.webhookTimeoutMs})`,
+    )
+  }
+  return config
 }

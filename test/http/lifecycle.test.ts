@@ -163,6 +163,8 @@ describe('configuration', () => {
     ['BODY_LIMIT', 'big'],
     ['DATABASE_URL', 'mysql://x'],
     ['SQLITE_SYNC', 'sometimes'],
+    ['WEBHOOK_LEASE_MS', '5000'],
+    ['TOKEN_CACHE_MS', '5000'],
   ] as const) {
     it(`stops startup on ${name}=${value} with a message naming ${name}`, async () => {
       const result = await runCli(['serve'], { [name]: value, PLANT_STORE_DB: '/tmp/never-created/x.db' })
