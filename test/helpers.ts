@@ -116,9 +116,12 @@ export interface SpawnedService {
   exited: Promise<number | null>
 }
 
-/** Runs `plant-store serve` as its own process, for crash, signal and multi-instance tests. */
-export async function spawnService(env: Record<string, string>): Promise<SpawnedService> {
-  const child = spawn(process.execPath, [cliPath, 'serve'], {
+/** Runs `plant-store serve [args]` as its own process, for crash, signal and multi-instance tests. */
+export async function spawnService(
+  env: Record<string, string>,
+  args: string[] = [],
+): Promise<SpawnedService> {
+  const child = spawn(process.execPath, [cliPath, 'serve', ...args], {
     // Info level: the listening line tells the port, and tests read the request log.
     env: { ...process.env, ...env, LOG_LEVEL: 'info', PORT: env.PORT ?? '0' },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -7,7 +7,7 @@ import { tokensCommand, tokensUsage } from './tokens.js'
 import { webhooksCommand, webhooksUsage } from './webhooks.js'
 
 const usage = `Usage:
-plant-store serve
+plant-store serve [--workers N|auto]
 plant-store migrate
 ${tokensUsage}
 ${webhooksUsage}

@@ -1,16 +1,39 @@
+import cluster from 'node:cluster'
 import { parseArgs } from 'node:util'
 import type { Config } from '../config.js'
-import { exitOnSignals, startServer } from '../server.js'
+import { type Background, createServer, exitOnSignals } from '../server.js'
 import type { Storage } from '../storage/storage.js'
+import { DeliveryWorker } from '../webhooks/delivery-worker.js'
+import { parseWorkers, runCluster } from './cluster.js'
 
-/** `plant-store serve`: HTTP on HOST:PORT until SIGTERM or SIGINT. */
+/**
+ * `plant-store serve [--workers N|auto]`: HTTP on HOST:PORT until SIGTERM or SIGINT. With more than
+ * one worker this process becomes a node:cluster primary and each worker (which re-runs this same
+ * command) takes the path below.
+ */
 export async function serveCommand(config: Config, storage: Storage, args: string[]): Promise<void> {
-  parseArgs({ args, options: {}, strict: true })
-  const server = await startServer(config, storage)
+  const { values } = parseArgs({ args, options: { workers: { type: 'string' } }, strict: true })
+  const workers = parseWorkers(values.workers)
+  if (workers > 1 && cluster.isPrimary) {
+    // Opening the store has applied any pending migration, once, before a worker starts.
+    await storage.close()
+    return runCluster({ workers, config })
+  }
+  // The shutdown reads this list when it runs, so the worker (which needs the app's logger) can
+  // join it after creation; shutdown stops it after HTTP and before the store closes.
+  const background: Background[] = []
+  const server = await createServer(config, storage, background)
+  // Handlers go in before the port opens: a signal right after "listening" must still drain.
   exitOnSignals(server)
+  if (config.webhookWorker) {
+    const worker = new DeliveryWorker({ storage, config, logger: server.app.log })
+    background.push(worker)
+    worker.start()
+  }
   if ((await storage.countUsableTokens(new Date())) === 0) {
     server.app.log.warn(
       'no usable API token yet: create one with `npm run cli -- tokens create --name admin` (or `plant-store tokens create --name admin`)',
     )
   }
+  await server.listen()
 }

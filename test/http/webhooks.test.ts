@@ -500,8 +500,9 @@ for (const store of testStores()) {
     })
 
     it('drains on SIGTERM: a send still held is abandoned, then delivered after restart', async (t) => {
-      // The send outlives the worker's stop grace (5 s), so stop() aborts it without recording it.
-      const ctx = await setup(t, { WEBHOOK_TIMEOUT_MS: '20000', WEBHOOK_LEASE_MS: '3000' })
+      // The send (timeout 6 s) outlives the stop grace (5 s), so stop() aborts it without recording
+      // it; its 7 s lease then expires and the restarted worker sends it again.
+      const ctx = await setup(t, { WEBHOOK_TIMEOUT_MS: '6000', WEBHOOK_LEASE_MS: '7000' })
       const receiver = await ctx.receiver()
       receiver.answer = () => 'hold'
       await ctx.subscribe(receiver)

@@ -91,6 +91,11 @@ function openSocket(options: { host: string[]; port: number[]; path: string | fa
 }
 let hostCursor = 0
 
+/** 50 ms, 100 ms, 200 ms ... up to 1 s, with jitter, for the n-th failed connection in a row. */
+export function reconnectDelaySeconds(retries: number): number {
+  return (0.5 + Math.random() / 2) * Math.min(0.05 * 2 ** retries, 1)
+}
+
 /**
  * A postgres.js pool configured for this store. int8 is parsed as `bigint` (postgres.js's default
  * is a string, and a JS number would round ids beyond 2^53); bigint parameters are sent as their
@@ -104,6 +109,10 @@ export function createPostgresClient(options: PostgresOptions): PgSql {
     max: options.poolSize,
     // Seconds. A request must fail fast (503) rather than hang when the server is unreachable.
     connect_timeout: 5,
+    // Seconds before a failed connection is retried. postgres.js's default grows to 10-20 s after
+    // a handful of failures, and a query waits for that retry: during an outage requests took up to
+    // 20 s to get their 503, and after it the service stayed unready for as long. Capped at 1 s.
+    backoff: reconnectDelaySeconds,
     // Idle connections are closed, so a pool that saw an outage holds no half-dead sockets.
     idle_timeout: 60,
     onnotice: () => {},

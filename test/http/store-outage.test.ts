@@ -1,0 +1,179 @@
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { rmSync } from 'node:fs'
+import net from 'node:net'
+import path from 'node:path'
+import { after, before, describe, it, test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { generateTokenSecret } from '../../src/auth/token-format.js'
+import {
+  type ApiResponse,
+  projectRoot,
+  request,
+  runCli,
+  type SpawnedService,
+  spawnService,
+  tempDir,
+} from '../helpers.js'
+
+const pgScript = path.join(projectRoot, 'scripts/pg-test-server.sh')
+
+/** Runs scripts/pg-test-server.sh; resolves to its stdout (the URL, for `start`). */
+function pgServer(...args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile('bash', [pgScript, ...args], { timeout: 120_000 }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`pg-test-server.sh ${args.join(' ')} failed: ${stderr}`))
+      else resolve(stdout.trim().split('\n').pop() ?? '')
+    })
+  })
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+/** A request that must be answered, not hang: the service fails fast while the store is down. */
+async function timed(method: string, url: string, options: Parameters<typeof request>[2] = {}) {
+  const started = performance.now()
+  const response = await request(method, url, options)
+  return { response, ms: performance.now() - started }
+}
+
+function assertUnavailable(response: ApiResponse, what: string): void {
+  assert.equal(response.status, 503, `${what}: ${response.text}`)
+  assert.equal(response.json.error, 503, `${what}: the Error shape carries the status`)
+  assert.equal(typeof response.json.message, 'string')
+  assert.ok(response.json.message.length > 0)
+  assert.match(response.headers.get('retry-after') ?? '', /^\d+$/, `${what}: Retry-After`)
+  assert.match(response.headers.get('content-type') ?? '', /^application\/json/)
+}
+
+if (!process.env.TEST_DATABASE_URL) {
+  if (process.env.CI)
+    throw new Error('CI must set TEST_DATABASE_URL: the store-outage suite needs PostgreSQL')
+  test('the service through a PostgreSQL outage', (t) => {
+    t.diagnostic(
+      'NOT RUN: set TEST_DATABASE_URL (scripts/pg-test-server.sh start DIR PORT) to run this suite',
+    )
+  })
+} else {
+  // Its own PostgreSQL (own data directory and port), so stopping it leaves every other suite alone.
+  describe('the service through a PostgreSQL outage', () => {
+    const dir = tempDir('plant-store-outage-pg-')
+    let port: number
+    let env: Record<string, string>
+    let service: SpawnedService | undefined
+    let token: string
+
+    before(async () => {
+      port = await freePort()
+      const url = await pgServer('start', dir, String(port))
+      assert.match(url, /^postgres:\/\//)
+      // A short statement timeout and pool, as a small production instance would have.
+      env = { DATABASE_URL: url, PORT: '0', LOG_LEVEL: 'silent', DB_POOL_SIZE: '4', WEBHOOK_POLL_MS: '200' }
+      const created = await runCli(['tokens', 'create', '--name', 'outage'], env)
+      assert.equal(created.code, 0, created.stderr)
+      token = created.stdout.trim()
+    })
+
+    after(async () => {
+      if (service && service.child.exitCode === null) {
+        service.child.kill('SIGKILL')
+        await service.exited
+      }
+      await pgServer('stop', dir).catch(() => {})
+      rmSync(dir, { recursive: true, force: true })
+    })
+
+    it('answers 503 with Retry-After while the database is down, stays up, and recovers by itself', async (t) => {
+      service = await spawnService(env)
+      const base = service.url
+      assert.equal(
+        (await request('POST', `${base}/plants`, { token, body: '{"id":1,"name":"Before"}' })).status,
+        200,
+      )
+      assert.equal((await request('GET', `${base}/readyz`)).status, 200)
+
+      await pgServer('stop', dir)
+
+      // A sustained outage: the pool keeps failing to reconnect, and must not back off so far that
+      // requests wait many seconds for their 503. This also runs past the token cache (≤ 1 s), so
+      // the lookups below meet the outage themselves.
+      const outageStarted = performance.now()
+      let worst = 0
+      while (performance.now() - outageStarted < 4_000) {
+        const { response, ms } = await timed('POST', `${base}/plants`, { token, body: '{"id":3,"name":"x"}' })
+        assertUnavailable(response, 'POST /plants during the outage')
+        worst = Math.max(worst, ms)
+        await sleep(50)
+      }
+      t.diagnostic(`slowest 503 during 4 s of outage: ${Math.round(worst)} ms`)
+      const attempts = {
+        'POST /plants': await timed('POST', `${base}/plants`, { token, body: '{"id":2,"name":"During"}' }),
+        'GET /plants/1': await timed('GET', `${base}/plants/1`, { token }),
+        'GET /plants': await timed('GET', `${base}/plants`, { token }),
+        'DELETE /plants/1': await timed('DELETE', `${base}/plants/1`, { token }),
+        // A token this process has never seen: the lookup fails, and that is not "unknown token".
+        'a never-seen token': await timed('GET', `${base}/plants/1`, { token: generateTokenSecret() }),
+        '/readyz': await timed('GET', `${base}/readyz`),
+      }
+      worst = Math.max(worst, ...Object.values(attempts).map((a) => a.ms))
+      assert.ok(worst < 2_500, `a 503 took ${Math.round(worst)} ms; it must come fast, not hang`)
+      for (const [what, { response }] of Object.entries(attempts)) {
+        assertUnavailable(response, what)
+      }
+      assert.equal(attempts['a never-seen token'].response.headers.get('www-authenticate'), null)
+      assert.equal(
+        (await request('GET', `${base}/healthz`)).status,
+        200,
+        'liveness does not depend on the store',
+      )
+      // A request without a token is still a 401: auth is checked before the store is touched.
+      assert.equal((await request('GET', `${base}/plants/1`)).status, 401)
+      assert.equal(service.child.exitCode, null, 'the process stays up')
+
+      await pgServer('start', dir, String(port))
+      const restarted = performance.now()
+      let ready: ApiResponse | undefined
+      while (performance.now() - restarted < 15_000) {
+        ready = await request('GET', `${base}/readyz`)
+        if (ready.status === 200) break
+        await sleep(100)
+      }
+      assert.equal(ready?.status, 200, `not ready 15 s after PostgreSQL came back: ${ready?.text}`)
+      t.diagnostic(
+        `/readyz answered 200 ${Math.round(performance.now() - restarted)} ms after PostgreSQL restarted`,
+      )
+
+      const created = await request('POST', `${base}/plants`, { token, body: '{"id":2,"name":"After"}' })
+      assert.equal(created.status, 200, created.text)
+      const read = await request('GET', `${base}/plants/1`, { token })
+      assert.equal(read.status, 200)
+      assert.equal(read.text, '{"id":1,"name":"Before"}')
+      const listed = await request('GET', `${base}/plants`, { token })
+      assert.equal(listed.text, '[{"id":1,"name":"Before"},{"id":2,"name":"After"}]')
+      assert.equal(service.child.exitCode, null)
+
+      service.child.kill('SIGTERM')
+      assert.equal(await service.exited, 0)
+    })
+
+    it('refuses to start (exit 1, a clear message) when the database is down at start-up', async () => {
+      await pgServer('stop', dir)
+      try {
+        const result = await runCli(['serve'], env)
+        assert.equal(result.code, 1)
+        assert.match(result.stderr, /PostgreSQL is unavailable/)
+      } finally {
+        await pgServer('start', dir, String(port))
+      }
+    })
+  })
+}
