@@ -12,5 +12,10 @@ export async function openStorage(config: Config): Promise<Storage> {
       statementTimeoutMs: config.dbStatementTimeoutMs,
     })
   }
-  return new SqliteStorage({ path: config.dbPath, synchronous: config.sqliteSync })
+  return new SqliteStorage({
+    path: config.dbPath,
+    synchronous: config.sqliteSync,
+    maxBatch: config.sqliteMaxBatch,
+    busyTimeoutMs: config.sqliteBusyTimeoutMs,
+  })
 }

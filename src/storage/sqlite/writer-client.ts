@@ -1,0 +1,169 @@
+import { Worker } from 'node:worker_threads'
+import { StoreUnavailableError } from '../storage.js'
+import type { SqliteOptions } from './database.js'
+import {
+  deserializeError,
+  type FromWriter,
+  newStatsBuffer,
+  readStats,
+  statIndex,
+  type WriteOp,
+  type WriterData,
+  type WriterStats,
+} from './writer-protocol.js'
+
+/** After the writer thread dies, how long writes are refused before a new one is started. */
+const RESTART_DELAY_MS = 1000
+
+interface Pending {
+  resolve: (value: unknown) => void
+  reject: (error: Error) => void
+}
+
+interface Running {
+  worker: Worker
+  ready: Promise<void>
+  exited: Promise<void>
+}
+
+/**
+ * The main thread's handle on the writer thread (`sqlite-writer.ts`): sends each write there and
+ * settles its promise when the writer answers, which it does only after the batch holding the
+ * write has committed (or failed as a whole).
+ *
+ * If the thread dies, every write it had not answered is rejected with StoreUnavailableError
+ * (answered 503 with Retry-After). Whether such a write was stored is unknown, as with any lost
+ * connection; a retried create is then replayed or created, never stored twice. Writes and
+ * pings are refused for RESTART_DELAY_MS, so a store that cannot open does not spin, and the
+ * next one after that starts a new thread.
+ */
+export class SqliteWriter {
+  private readonly stats = newStatsBuffer()
+  private readonly pending = new Map<number, Pending>()
+  private running: Running | undefined
+  private started = 0
+  private seq = 0
+  private diedAt = Number.NEGATIVE_INFINITY
+  private lastDeath = ''
+  private closing: Promise<void> | undefined
+
+  constructor(private readonly options: SqliteOptions) {}
+
+  /** Starts the thread if none runs; resolves once it has opened the file. */
+  start(): Promise<void> {
+    try {
+      return this.thread().ready
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  /** Runs one write in the next group commit; resolves with its result once committed. */
+  write<T>(op: WriteOp): Promise<T> {
+    let running: Running
+    try {
+      running = this.thread()
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    const seq = ++this.seq
+    return new Promise<T>((resolve, reject) => {
+      // Referenced only while a write is outstanding: an idle writer never keeps the process up,
+      // and a process never exits with a write in flight.
+      if (this.pending.size === 0) running.worker.ref()
+      this.pending.set(seq, { resolve: resolve as (value: unknown) => void, reject })
+      running.worker.postMessage({ ...op, seq })
+    })
+  }
+
+  /** Counters of the writer thread(s) since this store was opened. */
+  counters(): WriterStats {
+    return readStats(this.stats)
+  }
+
+  /**
+   * Kills the thread at once, as a crash would, to test the failure path. Only while it is idle:
+   * better-sqlite3 aborts the whole process when a thread is terminated inside a failing SQLite
+   * call, which is also why close() never terminates it.
+   */
+  async terminate(): Promise<void> {
+    await this.running?.worker.terminate()
+  }
+
+  /**
+   * Lets the writer finish every write already sent, then stops it. Later writes are refused.
+   * There is no deadline here: a write waits at most the busy timeout for a lock, and cutting a
+   * commit short could abort the process (see terminate); the server's shutdown has its own.
+   */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      const running = this.running
+      if (!running) return
+      running.worker.ref()
+      running.worker.postMessage({ op: 'close' })
+      await running.exited
+    })()
+    return this.closing
+  }
+
+  private thread(): Running {
+    if (this.closing) throw new Error('the SQLite store is closed')
+    if (this.running) return this.running
+    if (Date.now() - this.diedAt < RESTART_DELAY_MS)
+      throw new StoreUnavailableError(`the SQLite writer stopped: ${this.lastDeath}`)
+    if (this.started++ > 0) Atomics.add(new BigInt64Array(this.stats), statIndex('restarts'), 1n)
+    const data: WriterData = { options: this.options, stats: this.stats }
+    const worker = new Worker(new URL('./sqlite-writer.js', import.meta.url), {
+      workerData: data,
+    })
+    let onReady!: () => void
+    let onFatal!: (error: Error) => void
+    const ready = new Promise<void>((resolve, reject) => {
+      onReady = resolve
+      onFatal = reject
+    })
+    // Nobody may be awaiting readiness; its failure still reaches every write via the exit below.
+    ready.catch(() => {})
+    let fatal: Error | undefined
+    worker.on('message', (message: FromWriter) => {
+      if (message.type === 'ready') {
+        // Referenced while starting, so a caller awaiting readiness keeps the process up.
+        if (this.pending.size === 0 && !this.closing) worker.unref()
+        onReady()
+      } else if (message.type === 'fatal') fatal = deserializeError(message.error)
+      else {
+        for (const result of message.results) {
+          const waiting = this.pending.get(result.seq)
+          if (!waiting) continue
+          this.pending.delete(result.seq)
+          if (result.ok) waiting.resolve(result.value)
+          else waiting.reject(deserializeError(result.error))
+        }
+        if (this.pending.size === 0 && !this.closing) worker.unref()
+      }
+    })
+    worker.on('error', (error) => {
+      fatal ??= error
+    })
+    const exited = new Promise<void>((resolve) => {
+      worker.once('exit', (code) => {
+        if (this.running?.worker === worker) this.running = undefined
+        const reason = fatal?.message ?? `thread exited with code ${code}`
+        const clean = this.closing !== undefined && fatal === undefined && code === 0
+        if (!clean) {
+          this.diedAt = Date.now()
+          this.lastDeath = reason
+        }
+        const error = new StoreUnavailableError(`the SQLite writer stopped: ${reason}`, { cause: fatal })
+        onFatal(error)
+        for (const [seq, waiting] of this.pending) {
+          this.pending.delete(seq)
+          waiting.reject(error)
+        }
+        resolve()
+      })
+    })
+    this.running = { worker, ready, exited }
+    return this.running
+  }
+}

@@ -1,0 +1,233 @@
+/**
+ * Group commit in the SQLite store: concurrent creates share transactions, each is answered only
+ * after its batch committed, a failing batch stores none of its requests and answers all of them
+ * with the error, and an acknowledged create survives SIGKILL. Real files and real failures only.
+ */
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { createInterface } from 'node:readline'
+import { afterEach, beforeEach, describe, it } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
+import Database from 'better-sqlite3'
+import { type SqliteOptions, SqliteStorage } from '../../src/storage/sqlite/sqlite-storage.js'
+import { type CreateOutcome, StoreUnavailableError } from '../../src/storage/storage.js'
+import { at, create, payloadOf, plant } from './fixtures.js'
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+let dir: string
+let file: string
+const stores: SqliteStorage[] = []
+
+function open(options: Partial<SqliteOptions> = {}): SqliteStorage {
+  const store = new SqliteStorage({ path: file, synchronous: 'full', ...options })
+  stores.push(store)
+  return store
+}
+
+/** A connection of its own, as another process would have. */
+function withConnection<T>(work: (db: Database.Database) => T): T {
+  const db = new Database(file)
+  db.defaultSafeIntegers(true)
+  try {
+    return work(db)
+  } finally {
+    db.close()
+  }
+}
+
+const storedIds = (ids: bigint[]) =>
+  withConnection((db) => ids.filter((id) => db.prepare('SELECT 1 FROM plants WHERE id = ?').get(id)))
+
+async function until(condition: () => boolean): Promise<void> {
+  for (let waited = 0; !condition(); waited += 5) {
+    assert.ok(waited < 5000, 'timed out waiting')
+    await sleep(5)
+  }
+}
+
+/**
+ * Runs the creates that `fire` starts as one batch, deterministically: another connection holds
+ * the write lock while a first "plug" create blocks the writer inside BEGIN IMMEDIATE (its batch
+ * is formed once batchesStarted moves), so everything fired meanwhile queues up behind it and is
+ * taken as the next batch when the lock is released. Reads are checked to go on meanwhile.
+ */
+async function inOneBatch(store: SqliteStorage, fire: () => Promise<CreateOutcome>[]) {
+  const lock = new Database(file)
+  lock.exec('BEGIN IMMEDIATE')
+  const before = store.stats()
+  const plug = create(store, plant(-1n, 'plug'))
+  await until(() => store.stats().batchesStarted === before.batchesStarted + 1)
+  const settled = Promise.allSettled(fire())
+  assert.equal(await store.getPlant(-1n), undefined, 'reads go on, and see nothing uncommitted')
+  lock.exec('COMMIT')
+  lock.close()
+  assert.equal((await plug).kind, 'created')
+  const results = await settled
+  assert.equal(store.stats().batchesStarted, before.batchesStarted + 2, 'the fired creates formed one batch')
+  return results
+}
+
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'plant-store-group-commit-'))
+  file = path.join(dir, 'plants.db')
+})
+
+afterEach(async () => {
+  await Promise.all(stores.splice(0).map((store) => store.close()))
+  fs.rmSync(dir, { recursive: true, force: true })
+})
+
+describe('sqlite group commit', () => {
+  it('stores 500 concurrent creates in fewer transactions than requests', async () => {
+    const store = open()
+    const ids = Array.from({ length: 500 }, (_, i) => BigInt(i) * 7919n - 2n ** 62n)
+    const outcomes = await Promise.all(ids.map((id) => create(store, plant(id, `p${id}`))))
+    assert.ok(outcomes.every((o) => o.kind === 'created'))
+    assert.equal(storedIds(ids).length, 500)
+    const stats = store.stats()
+    assert.equal(stats.requestsCommitted, 500)
+    assert.ok(stats.batchesCommitted < 500, `${stats.batchesCommitted} transactions for 500 creates`)
+    assert.ok(stats.largestBatch > 1)
+  })
+
+  it('runs same-id requests in one batch exactly as if they came one after the other', async () => {
+    const store = open()
+    const results = await inOneBatch(store, () => [
+      create(store, plant(5n, 'fern', 'green')),
+      create(store, plant(5n, 'fern', 'green')),
+      create(store, plant(5n, 'palm', 'green')),
+      create(store, plant(5n, 'fern')),
+      create(store, plant(6n, 'cactus')),
+      create(store, plant(6n, 'cactus')),
+    ])
+    const conflict = { kind: 'conflict', existing: plant(5n, 'fern', 'green') }
+    const kinds = [{ kind: 'created' }, { kind: 'replayed' }, conflict, conflict]
+    const expected = [...kinds, { kind: 'created' }, { kind: 'replayed' }]
+    assert.deepEqual(
+      results.map((r) => (r.status === 'fulfilled' ? r.value : r.reason)),
+      expected,
+    )
+    assert.deepEqual(await store.getPlant(5n), plant(5n, 'fern', 'green'))
+  })
+
+  it('answers every request of a batch whose transaction fails with the error, and stores none', async () => {
+    const store = open()
+    await store.addSubscription({ id: 'sub', url: 'https://example.test/h', secret: 's', createdAt: at(0) })
+    assert.equal((await create(store, plant(1n, 'stored before'))).kind, 'created')
+    // A real constraint of the schema, installed by another connection: one row of the batch fails.
+    withConnection((db) =>
+      db.exec(`CREATE TRIGGER poison BEFORE INSERT ON plants WHEN NEW.name = 'poison'
+               BEGIN SELECT RAISE(ABORT, 'poisoned plant refused'); END`),
+    )
+    const batch = [
+      plant(10n, 'fine'),
+      plant(1n, 'stored before'),
+      plant(11n, 'poison'),
+      plant(12n, 'fine too'),
+    ]
+    const results = await inOneBatch(store, () => batch.map((p) => create(store, p)))
+    for (const [i, result] of results.entries()) {
+      assert.equal(result.status, 'rejected', `request ${i} must fail with its batch`)
+      assert.match((result as PromiseRejectedResult).reason.message, /poisoned plant refused/)
+    }
+    assert.deepEqual(storedIds([10n, 11n, 12n]), [], 'none of the batch is stored')
+    assert.deepEqual(await store.getPlant(1n), plant(1n, 'stored before'))
+    const deliveries = await store.listDeliveries({ failedOnly: false, limit: 100 })
+    assert.deepEqual(deliveries.map((d) => d.plantId).sort(), [-1n, 1n], 'no outbox row of the failed batch')
+    assert.equal(store.stats().batchesFailed, 1)
+
+    assert.deepEqual(await create(store, plant(10n, 'fine')), { kind: 'created' }, 'the next batch works')
+    assert.deepEqual(await create(store, plant(12n, 'fine too')), { kind: 'created' })
+  })
+
+  it('fails a whole batch with StoreUnavailableError when another process holds the lock too long', async () => {
+    const store = open({ busyTimeoutMs: 50 })
+    await store.ping()
+    const lock = new Database(file)
+    lock.exec('BEGIN IMMEDIATE')
+    const ids = Array.from({ length: 20 }, (_, i) => BigInt(100 + i))
+    const results = await Promise.allSettled(ids.map((id) => create(store, plant(id, 'blocked'))))
+    lock.exec('COMMIT')
+    lock.close()
+    for (const result of results) {
+      assert.equal(result.status, 'rejected')
+      assert.ok((result as PromiseRejectedResult).reason instanceof StoreUnavailableError)
+    }
+    assert.deepEqual(storedIds(ids), [])
+    assert.equal((await create(store, plant(100n, 'blocked'))).kind, 'created', 'it recovers')
+  })
+
+  it('writes the outbox rows in the batch transaction: one per subscriber when created, none on replay', async () => {
+    const store = open()
+    for (const id of ['a', 'b'])
+      await store.addSubscription({ id, url: `https://example.test/${id}`, secret: 's', createdAt: at(0) })
+    const fern = plant(7n, 'fern', 'green')
+    await inOneBatch(store, () => [create(store, fern), create(store, fern), create(store, plant(7n, 'x'))])
+    assert.deepEqual(await create(store, fern), { kind: 'replayed' })
+    const rows = (await store.listDeliveries({ failedOnly: false, limit: 100 })).filter(
+      (d) => d.plantId === 7n,
+    )
+    assert.deepEqual(rows.map((d) => d.subscriptionId).sort(), ['a', 'b'])
+    assert.ok(rows.every((d) => d.payload === payloadOf(fern) && d.status === 'pending'))
+  })
+
+  it('acknowledges only committed creates: another connection sees each one at once', async () => {
+    const store = open()
+    for (let id = 1n; id <= 20n; id++) {
+      await create(store, plant(id, 'seen'))
+      assert.deepEqual(storedIds([id]), [id], `plant ${id} committed before its answer`)
+    }
+  })
+
+  it('loses no acknowledged create when the process is killed with SIGKILL', async () => {
+    const child = spawn(process.execPath, [path.join(here, 'sqlite-crash-child.js'), file, '1000'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
+    const exited = new Promise((resolve) => child.once('exit', resolve))
+    const acked: bigint[] = []
+    for await (const line of createInterface({ input: child.stdout })) {
+      acked.push(BigInt(line))
+      if (acked.length >= 300) break
+    }
+    child.kill('SIGKILL')
+    await exited
+    assert.equal(acked.length, 300)
+    assert.equal(storedIds(acked).length, acked.length, 'every acknowledged plant is in the file')
+  })
+
+  it('finishes accepted writes on close, then refuses new ones', async () => {
+    const store = open()
+    const ids = Array.from({ length: 100 }, (_, i) => BigInt(i + 1))
+    const pending = ids.map((id) => create(store, plant(id, 'late')))
+    await store.close()
+    assert.ok((await Promise.all(pending)).every((o) => o.kind === 'created'))
+    assert.equal(storedIds(ids).length, 100)
+    await assert.rejects(create(store, plant(999n, 'after close')))
+  })
+
+  it('rejects writes sent to a writer thread that died, reports unhealthy, then restarts', async () => {
+    const store = open()
+    await store.ping()
+    // Killed while idle: terminating a thread inside a SQLite call would abort the process (see
+    // SqliteWriter.terminate). The writes below reach a thread that is gone, as after a crash.
+    const dead = store.writer.terminate()
+    const pending = Promise.allSettled([create(store, plant(1n, 'a')), create(store, plant(2n, 'b'))])
+    await dead
+    for (const result of await pending) {
+      assert.equal(result.status, 'rejected', 'a write of a dead writer never hangs')
+      const reason = (result as PromiseRejectedResult).reason
+      assert.ok(reason instanceof StoreUnavailableError)
+      assert.match(reason.message, /writer stopped/)
+    }
+    assert.deepEqual(storedIds([1n, 2n]), [])
+    await assert.rejects(store.ping(), StoreUnavailableError, 'unhealthy while it may not restart')
+    await sleep(1100)
+    await store.ping()
+    assert.deepEqual(await create(store, plant(1n, 'a')), { kind: 'created' })
+    assert.equal(store.stats().restarts, 1)
+  })
+})
