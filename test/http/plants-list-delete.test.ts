@@ -135,7 +135,10 @@ for (const store of testStores()) {
       assert.equal(removed.text, '')
       assert.equal((await request('GET', `${service.url}/plants/7`, { token })).status, 404)
       assert.equal((await request('DELETE', `${service.url}/plants/7`, { token })).status, 404)
-      const again = await request('POST', `${service.url}/plants`, { token, body: { id: 7, name: 'reborn', tag: 'new' } })
+      const again = await request('POST', `${service.url}/plants`, {
+        token,
+        body: { id: 7, name: 'reborn', tag: 'new' },
+      })
       assert.equal(again.status, 200)
       assert.deepEqual((await request('GET', `${service.url}/plants/7`, { token })).json, {
         id: 7,
@@ -145,11 +148,20 @@ for (const store of testStores()) {
     })
 
     it('deletes the int64 extremes exactly', async () => {
-      assert.equal((await request('DELETE', `${service.url}/plants/9223372036854775807`, { token })).status, 204)
+      assert.equal(
+        (await request('DELETE', `${service.url}/plants/9223372036854775807`, { token })).status,
+        204,
+      )
       assert.equal((await request('GET', `${service.url}/plants/9223372036854775806`, { token })).status, 404)
-      assert.equal((await request('DELETE', `${service.url}/plants/-9223372036854775808`, { token })).status, 204)
+      assert.equal(
+        (await request('DELETE', `${service.url}/plants/-9223372036854775808`, { token })).status,
+        204,
+      )
       assert.equal((await request('DELETE', `${service.url}/plants/abc`, { token })).status, 400)
-      assert.equal((await request('DELETE', `${service.url}/plants/9223372036854775808`, { token })).status, 400)
+      assert.equal(
+        (await request('DELETE', `${service.url}/plants/9223372036854775808`, { token })).status,
+        400,
+      )
     })
 
     it('needs plants:read to list and plants:write to delete', async () => {

@@ -1,9 +1,9 @@
-import { loadConfig } from '../../src/config.js'
 import assert from 'node:assert/strict'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { describe, it, type TestContext } from 'node:test'
 import { Webhook } from 'standardwebhooks'
+import { loadConfig } from '../../src/config.js'
 import {
   type BackoffPolicy,
   backoffDelayMs,

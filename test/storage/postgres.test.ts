@@ -35,7 +35,9 @@ const inCi = !!process.env.CI && !['0', 'false'].includes(process.env.CI.toLower
 if (!url) {
   // CI must exercise PostgreSQL: a missing URL there is a broken pipeline, not a reason to pass.
   if (inCi) {
-    throw new Error('TEST_DATABASE_URL is not set; start a server with scripts/pg-test-server.sh start DIR PORT')
+    throw new Error(
+      'TEST_DATABASE_URL is not set; start a server with scripts/pg-test-server.sh start DIR PORT',
+    )
   }
   it('postgres storage contract', (t) => {
     t.diagnostic(
