@@ -1,0 +1,131 @@
+// The workloads, driven by autocannon in this process. Every POST carries an id never sent before
+// in this run (a sequential counter far above the pre-filled ids, or 63 random bits), so each
+// create really inserts a row.
+import { randomBytes } from 'node:crypto'
+import autocannon from 'autocannon'
+
+export const SCENARIOS = {
+  'create-seq': { title: 'POST /plants, new sequential ids', creates: true },
+  'create-rand': { title: 'POST /plants, new random 63-bit ids', creates: true },
+  'get-id': { title: 'GET /plants/{id} of a stored plant (uniform over the stored ids)', reads: true },
+  'list-100': { title: 'GET /plants?limit=100 (first page)', reads: true },
+  'mix-90-10': {
+    title: '90% GET /plants/{id}, 10% POST /plants (new sequential ids)',
+    reads: true,
+    creates: true,
+  },
+}
+
+// Sequential ids start far above any pre-filled id (1..N) and never repeat within a run.
+let sequence = 1_000_000_000_000n
+const nextSequential = () => sequence++
+
+let pool = Buffer.alloc(0)
+let poolOffset = 0
+function nextRandom() {
+  if (poolOffset + 8 > pool.length) {
+    pool = randomBytes(8 * 8192)
+    poolOffset = 0
+  }
+  const value = pool.readBigUInt64LE(poolOffset) & 0x7fff_ffff_ffff_ffffn
+  poolOffset += 8
+  return value
+}
+
+const plantBody = (id) => `{"id":${id},"name":"bench plant","tag":"bench"}`
+
+/** autocannon `requests` for a scenario; readMax is the largest stored id to read (ids 1..readMax). */
+export function requestsFor(scenario, { token, readMax }) {
+  const authorization = `Bearer ${token}`
+  const postHeaders = { authorization, 'content-type': 'application/json' }
+  const getHeaders = { authorization }
+  const randomStoredId = () => 1 + Math.floor(Math.random() * Math.max(1, readMax))
+  switch (scenario) {
+    case 'create-seq':
+    case 'create-rand': {
+      const next = scenario === 'create-seq' ? nextSequential : nextRandom
+      return [
+        {
+          method: 'POST',
+          path: '/plants',
+          headers: postHeaders,
+          setupRequest: (request) => {
+            request.body = plantBody(next())
+            return request
+          },
+        },
+      ]
+    }
+    case 'get-id':
+      return [
+        {
+          method: 'GET',
+          path: '/plants/1',
+          headers: getHeaders,
+          setupRequest: (request) => {
+            request.path = `/plants/${randomStoredId()}`
+            return request
+          },
+        },
+      ]
+    case 'list-100':
+      return [{ method: 'GET', path: '/plants?limit=100', headers: getHeaders }]
+    case 'mix-90-10': {
+      let count = 0
+      return [
+        {
+          method: 'GET',
+          path: '/plants/1',
+          headers: getHeaders,
+          setupRequest: (request) => {
+            count++
+            if (count % 10 === 0) {
+              request.method = 'POST'
+              request.path = '/plants'
+              request.headers = postHeaders
+              request.body = plantBody(nextSequential())
+            } else {
+              request.path = `/plants/${randomStoredId()}`
+            }
+            return request
+          },
+        },
+      ]
+    }
+    default:
+      throw new Error(`unknown scenario ${scenario}`)
+  }
+}
+
+/** One bounded autocannon run; returns the numbers the report needs. */
+export async function runLoad({ url, scenario, token, readMax, connections, duration }) {
+  const result = await autocannon({
+    url,
+    connections,
+    duration,
+    timeout: 10,
+    // autocannon checks for the end of a run once per sample: sample every 100 ms so that a
+    // run lasts its duration, not the next whole second.
+    sampleInt: 100,
+    requests: requestsFor(scenario, { token, readMax }),
+  })
+  const ok = result['2xx']
+  return {
+    rps: ok / result.duration,
+    ok,
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    seconds: result.duration,
+    latencyMs: {
+      mean: result.latency.average,
+      p50: result.latency.p50,
+      p90: result.latency.p90,
+      p99: result.latency.p99,
+      max: result.latency.max,
+    },
+    statusCodes: Object.fromEntries(
+      Object.entries(result.statusCodeStats ?? {}).map(([code, s]) => [code, s.count]),
+    ),
+  }
+}
