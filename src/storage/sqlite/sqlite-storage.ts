@@ -27,6 +27,18 @@ export type { WriterStats } from './writer-protocol.js'
  * and two writers of one process can never contend; other processes on the file are waited for
  * up to the busy timeout.
  */
+/**
+ * Keyset listing, one statement per filter combination so each is a plain index range scan with
+ * no OFFSET and no sort: a page costs the same at plant 10 as at plant 10,000,000. Exported for
+ * the query-plan test.
+ */
+export const listPlantsSql = {
+  first: 'SELECT id, name, tag FROM plants ORDER BY id LIMIT ?',
+  after: 'SELECT id, name, tag FROM plants WHERE id > ? ORDER BY id LIMIT ?',
+  tagFirst: 'SELECT id, name, tag FROM plants WHERE tag = ? ORDER BY id LIMIT ?',
+  tagAfter: 'SELECT id, name, tag FROM plants WHERE tag = ? AND id > ? ORDER BY id LIMIT ?',
+} as const
+
 export class SqliteStorage implements Storage {
   readonly kind = 'sqlite'
   /** The writer thread; `writer.counters()` shows how writes were batched. */
@@ -43,11 +55,10 @@ export class SqliteStorage implements Storage {
     const exact = (sql: string) => db.prepare(sql).safeIntegers(true)
     this.statements = {
       getPlant: exact('SELECT id, name, tag FROM plants WHERE id = ?'),
-      // One statement per filter combination, so each is a plain index range scan.
-      listFirst: exact('SELECT id, name, tag FROM plants ORDER BY id LIMIT ?'),
-      listAfter: exact('SELECT id, name, tag FROM plants WHERE id > ? ORDER BY id LIMIT ?'),
-      listTagFirst: exact('SELECT id, name, tag FROM plants WHERE tag = ? ORDER BY id LIMIT ?'),
-      listTagAfter: exact('SELECT id, name, tag FROM plants WHERE tag = ? AND id > ? ORDER BY id LIMIT ?'),
+      listFirst: exact(listPlantsSql.first),
+      listAfter: exact(listPlantsSql.after),
+      listTagFirst: exact(listPlantsSql.tagFirst),
+      listTagAfter: exact(listPlantsSql.tagAfter),
       tokenByHash: db.prepare('SELECT * FROM tokens WHERE token_hash = ?'),
       listTokens: db.prepare('SELECT * FROM tokens ORDER BY created_at, id'),
       countUsable: db.prepare(
