@@ -173,7 +173,6 @@ export interface ApiResponse {
   status: number
   headers: Headers
   text: string
-  // biome-ignore lint/suspicious/noExplicitAny: test assertions read arbitrary JSON
   json: any
 }
 

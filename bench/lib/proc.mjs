@@ -129,7 +129,9 @@ export function killAllChildren() {
   for (const child of children) {
     try {
       child.kill('SIGKILL')
-    } catch {}
+    } catch {
+      // already gone: nothing left to stop
+    }
   }
 }
 

@@ -2,8 +2,7 @@ import type { Storage, TokenRecord } from '../storage/storage.js'
 import { hashToken } from './token-format.js'
 
 export type Verification =
-  | { ok: true; token: TokenRecord }
-  | { ok: false; reason: 'unknown' | 'revoked' | 'expired' }
+  { ok: true; token: TokenRecord } | { ok: false; reason: 'unknown' | 'revoked' | 'expired' }
 
 const TOUCH_INTERVAL_MS = 60_000
 const MAX_CACHED = 10_000

@@ -6,7 +6,6 @@ import { request, startService, type TestService } from '../helpers.js'
 
 describe('GET /openapi.json', () => {
   let service: TestService
-  // biome-ignore lint/suspicious/noExplicitAny: the document is arbitrary JSON
   let doc: any
   before(async () => {
     service = await startService('sqlite')

@@ -29,14 +29,11 @@ export interface SerializedError {
 }
 
 export type WriteResult =
-  | { seq: number; ok: true; value: unknown }
-  | { seq: number; ok: false; error: SerializedError }
+  { seq: number; ok: true; value: unknown } | { seq: number; ok: false; error: SerializedError }
 
 /** Writer → main. `results` answers a whole batch at once, and only after its COMMIT returned. */
 export type FromWriter =
-  | { type: 'ready' }
-  | { type: 'results'; results: WriteResult[] }
-  | { type: 'fatal'; error: SerializedError }
+  { type: 'ready' } | { type: 'results'; results: WriteResult[] } | { type: 'fatal'; error: SerializedError }
 
 export interface WriterData {
   options: SqliteOptions
