@@ -199,7 +199,7 @@ function serve(port: NonNullable<typeof parentPort>, data: WriterData): void {
   function flush(): void {
     scheduled = false
     for (let next = receiveMessageOnPort(port); next; next = receiveMessageOnPort(port)) {
-      queue.push(next.message as ToWriter)
+      accept(next.message as ToWriter | ToWriter[])
       if (queue.length >= maxBatch) break
     }
     const batch: Request[] = []
@@ -220,8 +220,13 @@ function serve(port: NonNullable<typeof parentPort>, data: WriterData): void {
     setImmediate(flush)
   }
 
-  port.on('message', (message: ToWriter) => {
-    queue.push(message)
+  // The client posts the writes of one of its event-loop turns as an array.
+  const accept = (message: ToWriter | ToWriter[]) => {
+    if (Array.isArray(message)) queue.push(...message)
+    else queue.push(message)
+  }
+  port.on('message', (message: ToWriter | ToWriter[]) => {
+    accept(message)
     schedule()
   })
   post({ type: 'ready' })

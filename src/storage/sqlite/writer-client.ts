@@ -5,6 +5,7 @@ import {
   deserializeError,
   type FromWriter,
   newStatsBuffer,
+  type ToWriter,
   readStats,
   statIndex,
   type WriteOp,
@@ -46,6 +47,9 @@ export class SqliteWriter {
   private diedAt = Number.NEGATIVE_INFINITY
   private lastDeath = ''
   private closing: Promise<void> | undefined
+  /** Writes issued in this turn of the event loop, posted to `outboxWorker` as one message. */
+  private outbox: ToWriter[] = []
+  private outboxWorker: Worker | undefined
 
   constructor(private readonly options: SqliteOptions) {}
 
@@ -72,8 +76,26 @@ export class SqliteWriter {
       // and a process never exits with a write in flight.
       if (this.pending.size === 0) running.worker.ref()
       this.pending.set(seq, { resolve: resolve as (value: unknown) => void, reject })
-      running.worker.postMessage({ ...op, seq })
+      this.enqueue(running.worker, { ...op, seq })
     })
+  }
+
+  /**
+   * Structured-clone messages cost tens of microseconds each on the main thread, so the writes of
+   * one event-loop turn travel together; the writer batches them into one commit anyway.
+   */
+  private enqueue(worker: Worker, message: ToWriter): void {
+    if (this.outboxWorker !== worker) this.flushOutbox()
+    if (this.outbox.length === 0) setImmediate(() => this.flushOutbox())
+    this.outboxWorker = worker
+    this.outbox.push(message)
+  }
+
+  private flushOutbox(): void {
+    const messages = this.outbox
+    if (messages.length === 0) return
+    this.outbox = []
+    this.outboxWorker?.postMessage(messages)
   }
 
   /** Counters of the writer thread(s) since this store was opened. */
@@ -100,6 +122,7 @@ export class SqliteWriter {
       const running = this.running
       if (!running) return
       running.worker.ref()
+      this.flushOutbox()
       running.worker.postMessage({ op: 'close' })
       await running.exited
     })()
