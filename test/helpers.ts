@@ -1,6 +1,7 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { appendFileSync, mkdirSync, mkdtempSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
+import { test } from 'node:test'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -259,3 +260,19 @@ export function rawRequest(
     req.end(body)
   })
 }
+
+/**
+ * Whether a suite that needs `requirement` can run. In CI a missing requirement is a broken
+ * pipeline and throws; elsewhere one passing test says NOT RUN and how to provide it, so a
+ * developer without PostgreSQL or nginx still gets a green, honest run.
+ */
+export function canRunSuite(suite: string, available: boolean, requirement: string, hint: string): boolean {
+  if (available) return true
+  if (process.env.CI) throw new Error(`CI must provide ${requirement}: the "${suite}" suite needs it`)
+  test(suite, (t) => {
+    t.diagnostic(`NOT RUN: ${requirement} is missing (${hint})`)
+  })
+  return false
+}
+
+export const postgresHint = 'export TEST_DATABASE_URL="$(scripts/pg-test-server.sh start DIR PORT)"'

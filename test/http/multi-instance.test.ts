@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process'
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { after, before, describe, it, test } from 'node:test'
+import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Webhook } from 'standardwebhooks'
 import {
@@ -14,6 +14,8 @@ import {
   serviceEnv,
   spawnService,
   testStores,
+  canRunSuite,
+  postgresHint,
 } from '../helpers.js'
 
 /** Polls until `check` returns something truthy; fails after `timeoutMs` naming `what`. */
@@ -319,15 +321,14 @@ const plantIdOf = (body: string) => /"id":(\d+)/.exec(body)?.[1] ?? ''
 
 const store: StoreKind = 'postgres'
 
-if (!process.env.TEST_DATABASE_URL) {
-  if (process.env.CI)
-    throw new Error('CI must set TEST_DATABASE_URL: the multi-instance suite needs PostgreSQL')
-  test('several instances on one PostgreSQL', (t) => {
-    t.diagnostic(
-      'NOT RUN: set TEST_DATABASE_URL (scripts/pg-test-server.sh start DIR PORT) to run this suite',
-    )
-  })
-} else {
+if (
+  canRunSuite(
+    'several instances on one PostgreSQL',
+    !!process.env.TEST_DATABASE_URL,
+    'TEST_DATABASE_URL',
+    postgresHint,
+  )
+) {
   describe('three instances on one PostgreSQL', () => {
     const instances: SpawnedService[] = []
     const receivers: Receiver[] = []

@@ -3,9 +3,9 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { existsSync, readFileSync, rmSync } from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
-import { describe, it, test } from 'node:test'
+import { describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { projectRoot, request, runCli, serviceEnv, tempDir, testStores } from '../helpers.js'
+import { canRunSuite, projectRoot, request, runCli, serviceEnv, tempDir, testStores } from '../helpers.js'
 
 const demoScript = path.join(projectRoot, 'scripts/nginx-demo.sh')
 
@@ -109,15 +109,14 @@ const alive = (pid: number) => {
   }
 }
 
-if (!nginxInstalled()) {
-  if (process.env.CI)
-    throw new Error('CI must install nginx (apt-get install -y nginx) for the load-balancer test')
-  test('three instances behind nginx', (t) => {
-    t.diagnostic(
-      'NOT RUN: nginx is not installed (apt-get install -y nginx, or run scripts/nginx-demo.sh once)',
-    )
-  })
-} else {
+if (
+  canRunSuite(
+    'three instances behind nginx',
+    nginxInstalled(),
+    'nginx',
+    'apt-get install -y nginx, or run scripts/nginx-demo.sh once',
+  )
+) {
   for (const store of testStores()) {
     describe(`three instances behind nginx (${store}, scripts/nginx-demo.sh with deploy/nginx.conf)`, () => {
       it('spreads requests over the instances, passes X-Request-Id and errors through, and fails over', async () => {

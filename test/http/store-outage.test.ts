@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process'
 import { rmSync } from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
-import { after, before, describe, it, test } from 'node:test'
+import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { generateTokenSecret } from '../../src/auth/token-format.js'
 import {
@@ -14,6 +14,8 @@ import {
   type SpawnedService,
   spawnService,
   tempDir,
+  canRunSuite,
+  postgresHint,
 } from '../helpers.js'
 
 const pgScript = path.join(projectRoot, 'scripts/pg-test-server.sh')
@@ -55,15 +57,14 @@ function assertUnavailable(response: ApiResponse, what: string): void {
   assert.match(response.headers.get('content-type') ?? '', /^application\/json/)
 }
 
-if (!process.env.TEST_DATABASE_URL) {
-  if (process.env.CI)
-    throw new Error('CI must set TEST_DATABASE_URL: the store-outage suite needs PostgreSQL')
-  test('the service through a PostgreSQL outage', (t) => {
-    t.diagnostic(
-      'NOT RUN: set TEST_DATABASE_URL (scripts/pg-test-server.sh start DIR PORT) to run this suite',
-    )
-  })
-} else {
+if (
+  canRunSuite(
+    'the service through a PostgreSQL outage',
+    !!process.env.TEST_DATABASE_URL,
+    'TEST_DATABASE_URL',
+    postgresHint,
+  )
+) {
   // Its own PostgreSQL (own data directory and port), so stopping it leaves every other suite alone.
   describe('the service through a PostgreSQL outage', () => {
     const dir = tempDir('plant-store-outage-pg-')
