@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance, LogController } from 'fastify'
 import { TokenVerifier } from './auth/token-verifier.js'
 import type { Config } from './config.js'
 import { ApiError } from './errors.js'
-import { installErrorHandler } from './http/error-handler.js'
+import { installErrorHandler, sendError } from './http/error-handler.js'
 import { registerJsonBodyParser } from './http/json-body.js'
 import { installRequestLogging, requestIdFrom } from './http/request-logging.js'
 import { installValidators } from './http/validators.js'
@@ -34,6 +34,18 @@ export async function buildApp(config: Config, storage: Storage): Promise<Fastif
     forceCloseConnections: 'idle',
     return503OnClosing: true,
     exposeHeadRoutes: true,
+    // Malformed percent-encoding and over-long path parameters are rejected by the router before
+    // any route runs; answer them in the Error shape like everything else.
+    frameworkErrors: (error, _request, reply) =>
+      sendError(
+        reply,
+        new ApiError(
+          'VALIDATION_FAILED',
+          error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+            ? 'path parameter is too long: ids have at most 20 characters'
+            : 'URL is malformed: bad percent-encoding',
+        ),
+      ),
   })
 
   for (const schema of sharedSchemas) app.addSchema(schema)

@@ -14,7 +14,7 @@ Decisions where the seed description says "not shown":
   with \`plant-store tokens\`; only their SHA-256 is stored. Scopes \`plants:read\` and \`plants:write\`;
   optional expiry. A revocation takes effect within 1 second on every instance.
 - **Limits**: \`name\` 1 to 200 characters, \`tag\` 1 to 100 characters, any \`tag\` value allowed,
-  bodies up to 16 KiB by default (BODY_LIMIT).
+  both well-formed Unicode without NUL, bodies up to 16 KiB by default (BODY_LIMIT).
 - **Identity**: \`id\` is unique and is any int64, kept exact end to end (never rounded through a
   double). \`name\` is not unique. Unknown body properties are accepted, ignored and never stored.
 - **Replays**: the same id with the same name and tag answers 200 again and stores nothing; with

@@ -7,6 +7,7 @@ import { errorResponses } from '../schemas/error.js'
 import { type NewPlantBody, PlantIdParams } from '../schemas/plant.js'
 import type { Plant, Storage } from '../storage/storage.js'
 import { bodyId, textId } from './plant-ids.js'
+import { checkText } from './plant-text.js'
 
 const bearer = [{ bearerAuth: [] }]
 const DEFAULT_LIMIT = 100
@@ -73,6 +74,8 @@ export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: To
     },
     async (request) => {
       const body = request.body
+      checkText(body.name, 'name')
+      checkText(body.tag, 'tag')
       const plant: Plant = { id: bodyId(body), name: body.name }
       if (body.tag !== undefined) plant.tag = body.tag
       const outcome = await storage.createPlant(plant, newPlantJson(plant))
@@ -124,6 +127,7 @@ export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: To
       const limit = query.limit === undefined ? DEFAULT_LIMIT : Number(query.limit)
       const after = query.after === undefined ? undefined : textId(query.after, 'after', 'query parameter')
       const tag = query.tag
+      checkText(tag, 'tag', 'query parameter ')
       const rows = await storage.listPlants({ after, tag, limit: limit + 1 })
       const page = rows.slice(0, limit)
       const last = page.at(-1)

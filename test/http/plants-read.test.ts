@@ -44,6 +44,21 @@ for (const store of testStores()) {
       })
     }
 
+    it('answers 400 in the Error shape for an over-long id and malformed percent-encoding', async () => {
+      for (const path of [`/plants/${'1'.repeat(150)}`, '/plants/%zz']) {
+        const response = await request('GET', `${service.url}${path}`, { token })
+        assert.equal(response.status, 400, path)
+        assert.equal(response.json.error, 400)
+        assert.equal(typeof response.json.message, 'string')
+      }
+    })
+
+    it('answers 400 naming tag for a NUL in the tag filter', async () => {
+      const response = await request('GET', `${service.url}/plants?tag=a%00b`, { token })
+      assert.equal(response.status, 400)
+      assert.match(response.json.message, /\btag\b/)
+    })
+
     it('answers HEAD like GET without a body', async () => {
       const response = await request('HEAD', `${service.url}/plants/5`, { token })
       assert.equal(response.status, 200)

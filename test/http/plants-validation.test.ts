@@ -36,6 +36,9 @@ for (const store of testStores()) {
       ['malformed JSON', '{"id":1,"name":', /JSON/],
       ['trailing garbage', '{"id":1,"name":"x"} extra', /JSON/],
       ['an empty body', '', /empty/],
+      ['a NUL in the name', '{"id":1,"name":"a\\u0000b"}', /\bname\b.*NUL/],
+      ['a lone surrogate in the name', '{"id":1,"name":"\\ud800"}', /\bname\b.*Unicode/],
+      ['a lone surrogate in the tag', '{"id":1,"name":"x","tag":"\\udc00x"}', /\btag\b.*Unicode/],
       ['a __proto__ key', '{"id":1,"name":"x","__proto__":{"admin":true}}', /__proto__/],
       [
         'a constructor.prototype key',
