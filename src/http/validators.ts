@@ -11,13 +11,21 @@ const formats = { int64: true, int32: true } as const
  * 9007199254740993).
  */
 export function installValidators(app: FastifyInstance, sharedSchemas: object[]): void {
-  const bodyAjv = new Ajv({ coerceTypes: false, useDefaults: true, allErrors: false, strict: false, formats })
+  const bodyAjv = new Ajv({
+    coerceTypes: false,
+    useDefaults: true,
+    allErrors: false,
+    strict: false,
+    strictNumbers: true,
+    formats,
+  })
   for (const schema of sharedSchemas) bodyAjv.addSchema(schema)
   const textAjv = new Ajv({
     coerceTypes: 'array',
     useDefaults: true,
     allErrors: false,
     strict: false,
+    strictNumbers: true,
     formats,
   })
 

@@ -7,6 +7,8 @@ const rangeRule = `must be an integer from ${INT64_MIN} to ${INT64_MAX}`
 /** The exact id of a validated NewPlant body (Ajv has already checked it is an integer). */
 export function bodyId(body: { id: number; [exactIdLiteral]?: string }): bigint {
   const literal = body[exactIdLiteral]
+  // 1e400 parses to Infinity: never let it reach BigInt(), which would throw a 500.
+  if (literal === undefined && !Number.isSafeInteger(body.id)) throw invalid('id', rangeRule, 'body')
   const id = literal === undefined ? BigInt(body.id) : integerFromLiteral(literal)
   if (id === undefined) throw invalid('id', 'must be an integer', 'body')
   if (!isInt64(id)) throw invalid('id', rangeRule, 'body')

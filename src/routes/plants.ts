@@ -125,6 +125,12 @@ export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: To
     async (request, reply) => {
       const query = request.query
       const limit = query.limit === undefined ? DEFAULT_LIMIT : Number(query.limit)
+      // Ajv checked a coerced copy; re-check the number actually used ("Infinity" coerces oddly).
+      if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
+        throw new ApiError('VALIDATION_FAILED', 'query parameter limit must be an integer from 1 to 1000', {
+          details: [{ field: 'limit', rule: 'must be an integer from 1 to 1000' }],
+        })
+      }
       const after = query.after === undefined ? undefined : textId(query.after, 'after', 'query parameter')
       const tag = query.tag
       checkText(tag, 'tag', 'query parameter ')

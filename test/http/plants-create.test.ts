@@ -63,7 +63,14 @@ for (const store of testStores()) {
       assert.equal((await read('9007199254740995')).json.name, 'Exponent')
     })
 
-    for (const id of ['9223372036854775808', '-9223372036854775809', '18446744073709551616', '1e30']) {
+    for (const id of [
+      '9223372036854775808',
+      '-9223372036854775809',
+      '18446744073709551616',
+      '1e30',
+      '1e400',
+      '-1e400',
+    ]) {
       it(`rejects id ${id} outside int64 with 400 naming id`, async () => {
         const response = await post(`{"id":${id},"name":"Too big"}`)
         assert.equal(response.status, 400)

@@ -108,7 +108,15 @@ for (const store of testStores()) {
       assert.equal((await list('?limit=1000')).json.length, ids.length)
     })
 
-    for (const query of ['?limit=0', '?limit=1001', '?limit=abc', '?limit=1.5', '?limit=-1', '?limit=']) {
+    for (const query of [
+      '?limit=0',
+      '?limit=1001',
+      '?limit=abc',
+      '?limit=1.5',
+      '?limit=-1',
+      '?limit=',
+      '?limit=Infinity',
+    ]) {
       it(`answers 400 naming limit for ${query}`, async () => {
         const response = await list(query)
         assert.equal(response.status, 400)
@@ -116,7 +124,14 @@ for (const store of testStores()) {
       })
     }
 
-    for (const query of ['?after=abc', '?after=9223372036854775808', '?after=1.5', '?after=1e3']) {
+    for (const query of [
+      '?after=abc',
+      '?after=9223372036854775808',
+      '?after=1.5',
+      '?after=1e3',
+      '?after=Infinity',
+      '?after=1e400',
+    ]) {
       it(`answers 400 naming after for ${query}`, async () => {
         const response = await list(query)
         assert.equal(response.status, 400)
