@@ -1,6 +1,7 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { appendFileSync, mkdirSync, mkdtempSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
+import net from 'node:net'
 import { test } from 'node:test'
 import os from 'node:os'
 import path from 'node:path'
@@ -276,3 +277,15 @@ export function canRunSuite(suite: string, available: boolean, requirement: stri
 }
 
 export const postgresHint = 'export TEST_DATABASE_URL="$(scripts/pg-test-server.sh start DIR PORT)"'
+
+/** A TCP port free on 127.0.0.1 right now, for servers the tests start themselves. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo
+      server.close(() => resolve(port))
+    })
+  })
+}

@@ -1,11 +1,19 @@
 import assert from 'node:assert/strict'
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { existsSync, readFileSync, rmSync } from 'node:fs'
-import net from 'node:net'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { canRunSuite, projectRoot, request, runCli, serviceEnv, tempDir, testStores } from '../helpers.js'
+import {
+  canRunSuite,
+  freePort,
+  projectRoot,
+  request,
+  runCli,
+  serviceEnv,
+  tempDir,
+  testStores,
+} from '../helpers.js'
 
 const demoScript = path.join(projectRoot, 'scripts/nginx-demo.sh')
 
@@ -17,17 +25,6 @@ function nginxInstalled(): boolean {
   } catch {
     return false
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
 }
 
 interface Demo {

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { rmSync } from 'node:fs'
-import net from 'node:net'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -16,6 +15,7 @@ import {
   tempDir,
   canRunSuite,
   postgresHint,
+  freePort,
 } from '../helpers.js'
 
 const pgScript = path.join(projectRoot, 'scripts/pg-test-server.sh')
@@ -26,17 +26,6 @@ function pgServer(...args: string[]): Promise<string> {
     execFile('bash', [pgScript, ...args], { timeout: 120_000 }, (error, stdout, stderr) => {
       if (error) reject(new Error(`pg-test-server.sh ${args.join(' ')} failed: ${stderr}`))
       else resolve(stdout.trim().split('\n').pop() ?? '')
-    })
-  })
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
     })
   })
 }
