@@ -335,6 +335,17 @@ if (
     let env: Record<string, string>
     let token: string
 
+    /** A receiver, started and subscribed through the CLI, that knows its signing secret. */
+    async function subscribedReceiver(): Promise<Receiver> {
+      const receiver = new Receiver()
+      receivers.push(receiver)
+      await receiver.start()
+      const added = await runCli(['webhooks', 'add', receiver.url], env)
+      assert.equal(added.code, 0, added.stderr)
+      receiver.secret = added.stdout.trim()
+      return receiver
+    }
+
     before(async () => {
       env = await serviceEnv(store, { WEBHOOK_POLL_MS: '50' })
       token = await createToken(env, 'multi-instance')
@@ -471,12 +482,7 @@ if (
     })
 
     it('delivers each webhook event exactly once although every instance runs a delivery worker', async () => {
-      const receiver = new Receiver()
-      receivers.push(receiver)
-      await receiver.start()
-      const added = await runCli(['webhooks', 'add', receiver.url], env)
-      assert.equal(added.code, 0, added.stderr)
-      receiver.secret = added.stdout.trim()
+      const receiver = await subscribedReceiver()
 
       const ids = Array.from({ length: 60 }, (_, i) => 70_000 + i)
       const created = await Promise.all(ids.map((id, i) => post(i, `{"id":${id},"name":"hook ${id}"}`)))
@@ -509,78 +515,67 @@ if (
       assert.equal((await runCli(['webhooks', 'remove', sub.id], env)).code, 0)
     })
 
-    it(
-      'loses no event when an instance is killed mid-delivery: its lease expires and another delivers',
-      {
-        skip: process.platform !== 'linux' && 'needs /proc to tell which instance sent a request',
-      },
-      async (t) => {
-        const receiver = new Receiver()
-        receivers.push(receiver)
-        await receiver.start()
-        const added = await runCli(['webhooks', 'add', receiver.url], env)
-        assert.equal(added.code, 0, added.stderr)
-        receiver.secret = added.stdout.trim()
+    it('loses no event when an instance is killed mid-delivery: its lease expires and another delivers', async (t) => {
+      const receiver = await subscribedReceiver()
 
-        // A fourth instance with a short lease (the send timeout must stay below it). It is killed
-        // the moment its first send arrives, well inside that timeout, so it dies holding its sends.
-        const doomed = await spawnService({
-          ...env,
-          KEEP_DATABASE: '1',
-          WEBHOOK_LEASE_MS: '1500',
-          WEBHOOK_TIMEOUT_MS: '1000',
-        })
-        instances.push(doomed)
-        const doomedPid = doomed.child.pid as number
-        let killed = false
-        receiver.decide = (r) =>
-          !killed && connectionOwnedBy(doomedPid, r.remotePort, receiver.port) ? 'hold' : 200
+      // A fourth instance with a short lease (the send timeout must stay below it). It is killed
+      // the moment its first send arrives, well inside that timeout, so it dies holding its sends.
+      const doomed = await spawnService({
+        ...env,
+        KEEP_DATABASE: '1',
+        WEBHOOK_LEASE_MS: '1500',
+        WEBHOOK_TIMEOUT_MS: '1000',
+      })
+      instances.push(doomed)
+      const doomedPid = doomed.child.pid as number
+      let killed = false
+      receiver.decide = (r) =>
+        !killed && connectionOwnedBy(doomedPid, r.remotePort, receiver.port) ? 'hold' : 200
 
-        // Create plants through all four until the doomed instance has claimed and is sending some.
-        const created: number[] = []
-        const deadline = Date.now() + 20_000
-        while (receiver.holding().length === 0) {
-          assert.ok(Date.now() < deadline, 'the doomed instance never claimed a delivery')
-          const id = 80_000 + created.length
-          // Round robin over all four instances (the doomed one is the fourth).
-          const response = await post(created.length, `{"id":${id},"name":"kill ${id}"}`)
-          assert.equal(response.status, 200, response.text)
-          created.push(id)
-          await sleep(15)
-        }
-        doomed.child.kill('SIGKILL')
-        await doomed.exited
-        killed = true
-        // Everything the doomed instance was sending (its sockets died with it, unanswered).
-        const heldByDoomed = receiver.received.filter((r) => r.answered === undefined).map((r) => r.webhookId)
-        assert.ok(heldByDoomed.length > 0)
+      // Create plants through all four until the doomed instance has claimed and is sending some.
+      const created: number[] = []
+      const deadline = Date.now() + 20_000
+      while (receiver.holding().length === 0) {
+        assert.ok(Date.now() < deadline, 'the doomed instance never claimed a delivery')
+        const id = 80_000 + created.length
+        // Round robin over all four instances (the doomed one is the fourth).
+        const response = await post(created.length, `{"id":${id},"name":"kill ${id}"}`)
+        assert.equal(response.status, 200, response.text)
+        created.push(id)
+        await sleep(15)
+      }
+      doomed.child.kill('SIGKILL')
+      await doomed.exited
+      killed = true
+      // Everything the doomed instance was sending (its sockets died with it, unanswered).
+      const heldByDoomed = receiver.received.filter((r) => r.answered === undefined).map((r) => r.webhookId)
+      assert.ok(heldByDoomed.length > 0)
 
-        // A few more after the kill, so the survivors are busy with new work too.
-        for (let i = 0; i < 5; i++) {
-          const id = 80_000 + created.length
-          assert.equal((await post(i % 3, `{"id":${id},"name":"kill ${id}"}`)).status, 200)
-          created.push(id)
-        }
-        await waitFor(
-          'every event acknowledged',
-          () => {
-            const acked = receiver.acknowledged()
-            const plants = new Set([...acked.values()].map((r) => Number(plantIdOf(r.body))))
-            return created.every((id) => plants.has(id)) && heldByDoomed.every((id) => acked.has(id))
-          },
-          20_000,
-        )
-        const acked = receiver.acknowledged()
-        for (const id of heldByDoomed) {
-          const redelivery = acked.get(id)
-          assert.ok(redelivery, `event ${id} was held by the killed instance and never delivered elsewhere`)
-          assert.ok(!connectionOwnedBy(doomedPid, redelivery.remotePort, receiver.port))
-        }
-        assert.ok(receiver.received.every((r) => r.verified))
-        t.diagnostic(
-          `the killed instance held ${heldByDoomed.length} sends; ${created.length} events, all acknowledged`,
-        )
-      },
-    )
+      // A few more after the kill, so the survivors are busy with new work too.
+      for (let i = 0; i < 5; i++) {
+        const id = 80_000 + created.length
+        assert.equal((await post(i % 3, `{"id":${id},"name":"kill ${id}"}`)).status, 200)
+        created.push(id)
+      }
+      await waitFor(
+        'every event acknowledged',
+        () => {
+          const acked = receiver.acknowledged()
+          const plants = new Set([...acked.values()].map((r) => Number(plantIdOf(r.body))))
+          return created.every((id) => plants.has(id)) && heldByDoomed.every((id) => acked.has(id))
+        },
+        20_000,
+      )
+      const acked = receiver.acknowledged()
+      for (const id of heldByDoomed) {
+        const redelivery = acked.get(id)
+        assert.ok(redelivery, `event ${id} was held by the killed instance and never delivered elsewhere`)
+        assert.ok(!connectionOwnedBy(doomedPid, redelivery.remotePort, receiver.port))
+      }
+      assert.ok(receiver.received.every((r) => r.verified))
+      t.diagnostic(
+        `the killed instance held ${heldByDoomed.length} sends; ${created.length} events, all acknowledged`,
+      )
+    })
   })
 }
