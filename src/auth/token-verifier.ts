@@ -23,14 +23,15 @@ export class TokenVerifier {
   ) {}
 
   async verify(secret: string): Promise<Verification> {
-    const hash = hashToken(secret)
     const now = Date.now()
-    let entry = this.cache.get(hash)
+    // Keyed by the presented secret, so a cached token costs no SHA-256 per request; the secret
+    // stays only in this process's memory, where the request carrying it already is.
+    let entry = this.cache.get(secret)
     if (!entry || now - entry.at >= this.cacheMs) {
-      entry = { record: await this.storage.findTokenByHash(hash), at: now }
+      entry = { record: await this.storage.findTokenByHash(hashToken(secret)), at: now }
       if (this.cacheMs > 0) {
         if (this.cache.size >= MAX_CACHED) this.cache.clear()
-        this.cache.set(hash, entry)
+        this.cache.set(secret, entry)
       }
     }
     const record = entry.record

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
@@ -9,12 +9,19 @@ export function requestIdFrom(header: string | string[] | undefined): string {
   return value && SAFE_REQUEST_ID.test(value) ? value : randomUUID()
 }
 
-/** One JSON line per request, written when the response is done; headers are never logged. */
+/**
+ * One JSON line per request, written when the response is done; headers are never logged. The
+ * hooks take callbacks rather than being async: each async hook costs every request a promise.
+ */
 export function installRequestLogging(app: FastifyInstance): void {
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
+    done()
   })
-  app.addHook('onResponse', async (request, reply) => {
+  // At warn and above the line would be dropped anyway; skip building it.
+  if (!(app.log as FastifyBaseLogger & { isLevelEnabled(level: string): boolean }).isLevelEnabled('info'))
+    return
+  app.addHook('onResponse', (request, reply, done) => {
     request.log.info(
       {
         method: request.method,
@@ -25,5 +32,6 @@ export function installRequestLogging(app: FastifyInstance): void {
       },
       'request',
     )
+    done()
   })
 }

@@ -11,6 +11,12 @@ import { checkText } from './plant-text.js'
 
 const bearer = [{ bearerAuth: [] }]
 const DEFAULT_LIMIT = 100
+/**
+ * Reads are sent as the JSON text the store built (see PlantPage in storage.ts); a string body
+ * with a JSON content type skips Fastify's serializer. The declared response schemas still
+ * describe it, and the HTTP tests check the bodies against them.
+ */
+const JSON_TYPE = 'application/json; charset=utf-8'
 
 const ListQuery = Type.Object({
   limit: Type.Optional(
@@ -52,10 +58,9 @@ export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: To
     {
       onRequest: canWrite,
       // Without a Content-Type Fastify skips parsing and the body looks merely absent; say why.
-      preValidation: async (request) => {
-        if (!request.headers['content-type']) {
-          throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type header is required: application/json')
-        }
+      preValidation: (request, _reply, done) => {
+        if (request.headers['content-type']) return done()
+        done(new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type header is required: application/json'))
       },
       schema: {
         operationId: 'addPlant',
@@ -134,11 +139,10 @@ export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: To
       const after = query.after === undefined ? undefined : textId(query.after, 'after', 'query parameter')
       const tag = query.tag
       checkText(tag, 'tag', 'query parameter ')
-      const rows = await storage.listPlants({ after, tag, limit: limit + 1 })
-      const page = rows.slice(0, limit)
-      const last = page.at(-1)
-      if (rows.length > limit && last) reply.header('link', nextLink(request, limit, last.id, tag))
-      return page
+      const page = await storage.listPlantsJson({ after, tag, limit })
+      if (page.more && page.lastId !== undefined)
+        reply.header('link', nextLink(request, limit, page.lastId, tag))
+      return reply.type(JSON_TYPE).send(page.json)
     },
   )
 
@@ -161,11 +165,11 @@ export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: To
         },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const id = textId(request.params.id, 'id', 'path parameter')
-      const plant = await storage.getPlant(id)
-      if (!plant) throw new ApiError('NOT_FOUND', `no plant with id ${id}`)
-      return plant
+      const json = await storage.readPlantJson(id)
+      if (json === undefined) throw new ApiError('NOT_FOUND', `no plant with id ${id}`)
+      return reply.type(JSON_TYPE).send(json)
     },
   )
 

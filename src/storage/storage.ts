@@ -20,6 +20,20 @@ export interface ListQuery {
   limit: number
 }
 
+/**
+ * Reads come back as the JSON text the API sends, built by the database itself: turning rows
+ * into objects (with BigInt ids) and serialising them again cost more than the query (see
+ * docs/performance.md). The text is `{"id":<digits>,"name":"...","tag":"..."}`, with the id printed
+ * exactly and `tag` left out when the plant has none; a page is an array of those.
+ */
+export interface PlantPage {
+  json: string
+  /** The last plant's id, for the next page's cursor; undefined when the page is empty. */
+  lastId: bigint | undefined
+  /** True when more plants match after this page. */
+  more: boolean
+}
+
 export interface TokenRecord {
   id: string
   name: string
@@ -94,8 +108,10 @@ export interface Storage {
    * subscriber is written in the same transaction. Resolves only once the transaction is durable.
    */
   createPlant(plant: Plant, payload: string): Promise<CreateOutcome>
-  getPlant(id: bigint): Promise<Plant | undefined>
-  listPlants(query: ListQuery): Promise<Plant[]>
+  /** The stored plant as the API's JSON text (see PlantPage), or undefined. */
+  readPlantJson(id: bigint): Promise<string | undefined>
+  /** One page of plants by ascending id, `query.limit` at most, as JSON text. */
+  listPlantsJson(query: ListQuery): Promise<PlantPage>
   /** True when a plant was removed. */
   deletePlant(id: bigint): Promise<boolean>
 

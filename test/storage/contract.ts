@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { afterEach, beforeEach, describe, it } from 'node:test'
-import type { Plant, Storage, TokenRecord } from '../../src/storage/storage.js'
+import type { ListQuery, Plant, Storage, TokenRecord } from '../../src/storage/storage.js'
 import { webhookContract } from './contract-webhooks.js'
-import { at, type ContractContext, create, plant } from './fixtures.js'
+import { at, type ContractContext, create, listPlants, plant, readPlant } from './fixtures.js'
 
 /**
  * The storage contract: every adapter must pass it unchanged. `open` returns an instance on the
@@ -54,7 +54,7 @@ export function storageContract(
       it('a second instance on the same store sees the data and re-migrates nothing destructive', async () => {
         assert.equal((await create(ctx.store(), plant(7n, 'fern'))).kind, 'created')
         const other = await ctx.another()
-        assert.deepEqual(await other.getPlant(7n), plant(7n, 'fern'))
+        assert.deepEqual(await readPlant(other, 7n), plant(7n, 'fern'))
         assert.equal((await create(other, plant(7n, 'fern'))).kind, 'replayed')
       })
     })
@@ -67,8 +67,8 @@ function plantContract(ctx: ContractContext): void {
       const s = ctx.store()
       assert.deepEqual(await create(s, plant(1n, 'fern', 'green')), { kind: 'created' })
       assert.deepEqual(await create(s, plant(2n, 'cactus')), { kind: 'created' })
-      assert.deepEqual(await s.getPlant(1n), plant(1n, 'fern', 'green'))
-      const untagged = await s.getPlant(2n)
+      assert.deepEqual(await readPlant(s, 1n), plant(1n, 'fern', 'green'))
+      const untagged = await readPlant(s, 2n)
       assert.deepEqual(untagged, plant(2n, 'cactus'))
       assert.ok(untagged && !('tag' in untagged), 'an absent tag is an absent key, not undefined or null')
     })
@@ -91,7 +91,7 @@ function plantContract(ctx: ContractContext): void {
       assert.deepEqual(await create(s, plant(1n, 'fern', 'blue')), stored1)
       assert.deepEqual(await create(s, plant(1n, 'fern')), stored1, 'removing the tag is a conflict')
       assert.deepEqual(await create(s, plant(2n, 'cactus', 'spiky')), stored2, 'adding a tag is a conflict')
-      assert.deepEqual(await s.getPlant(1n), plant(1n, 'fern', 'green'), 'a conflict changes nothing')
+      assert.deepEqual(await readPlant(s, 1n), plant(1n, 'fern', 'green'), 'a conflict changes nothing')
     })
 
     it('round-trips int64 edges exactly', async () => {
@@ -100,26 +100,26 @@ function plantContract(ctx: ContractContext): void {
       for (const id of ids)
         assert.deepEqual(await create(s, plant(id, `p${id}`)), { kind: 'created' }, `create ${id}`)
       for (const id of ids) {
-        const got = await s.getPlant(id)
+        const got = await readPlant(s, id)
         assert.equal(typeof got?.id, 'bigint')
         assert.deepEqual(got, plant(id, `p${id}`))
       }
       const sorted = [...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
       assert.deepEqual(
-        (await s.listPlants({ limit: 100 })).map((p) => p.id),
+        (await listPlants(s, { limit: 100 })).map((p) => p.id),
         sorted,
       )
       assert.deepEqual(
-        (await s.listPlants({ limit: 100, after: -9223372036854775808n })).map((p) => p.id),
+        (await listPlants(s, { limit: 100, after: -9223372036854775808n })).map((p) => p.id),
         sorted.slice(1),
       )
-      assert.deepEqual(await s.listPlants({ limit: 100, after: 9223372036854775807n }), [])
+      assert.deepEqual(await listPlants(s, { limit: 100, after: 9223372036854775807n }), [])
       assert.equal(await s.deletePlant(9007199254740993n), true)
-      assert.deepEqual(await s.getPlant(9007199254740992n), plant(9007199254740992n, 'p9007199254740992'))
+      assert.deepEqual(await readPlant(s, 9007199254740992n), plant(9007199254740992n, 'p9007199254740992'))
     })
 
     it('returns undefined for a missing plant and false for deleting one', async () => {
-      assert.equal(await ctx.store().getPlant(404n), undefined)
+      assert.equal(await readPlant(ctx.store(), 404n), undefined)
       assert.equal(await ctx.store().deletePlant(404n), false)
     })
 
@@ -134,7 +134,7 @@ function plantContract(ctx: ContractContext): void {
       ] as const) {
         await create(s, plant(id, `p${id}`, tag))
       }
-      const ids = async (q: Parameters<Storage['listPlants']>[0]) => (await s.listPlants(q)).map((p) => p.id)
+      const ids = async (q: ListQuery) => (await listPlants(s, q)).map((p) => p.id)
       assert.deepEqual(await ids({ limit: 10 }), [1n, 3n, 5n, 7n, 9n])
       assert.deepEqual(await ids({ limit: 2 }), [1n, 3n])
       assert.deepEqual(await ids({ limit: 10, after: 3n }), [5n, 7n, 9n])
@@ -142,8 +142,62 @@ function plantContract(ctx: ContractContext): void {
       assert.deepEqual(await ids({ limit: 10, tag: 'a' }), [5n, 7n, 9n])
       assert.deepEqual(await ids({ limit: 1, tag: 'a', after: 5n }), [7n])
       assert.deepEqual(await ids({ limit: 10, tag: 'none' }), [])
-      assert.deepEqual(await s.listPlants({ limit: 1, tag: 'b' }), [plant(3n, 'p3', 'b')])
-      assert.deepEqual(await s.listPlants({ limit: 1, after: 0n }), [plant(1n, 'p1')])
+      assert.deepEqual(await listPlants(s, { limit: 1, tag: 'b' }), [plant(3n, 'p3', 'b')])
+      assert.deepEqual(await listPlants(s, { limit: 1, after: 0n }), [plant(1n, 'p1')])
+    })
+
+    it('says whether more plants follow a full page, with and without a tag', async () => {
+      const s = ctx.store()
+      for (const id of [1n, 2n, 3n, 4n])
+        await create(s, plant(id, `p${id}`, id % 2n === 0n ? 'even' : undefined))
+      const more = async (q: ListQuery) => (await s.listPlantsJson(q)).more
+      assert.equal(await more({ limit: 3 }), true)
+      assert.equal(await more({ limit: 4 }), false, 'a full page that ends the table')
+      assert.equal(await more({ limit: 1, after: 3n }), false)
+      assert.equal(await more({ limit: 1, tag: 'even' }), true)
+      assert.equal(await more({ limit: 2, tag: 'even' }), false)
+      assert.equal(await more({ limit: 1, tag: 'even', after: 2n }), false)
+      assert.deepEqual(await s.listPlantsJson({ limit: 5, after: 4n }), {
+        json: '[]',
+        lastId: undefined,
+        more: false,
+      })
+    })
+
+    it('reads names and tags back as exact JSON text, whatever characters they hold', async () => {
+      const s = ctx.store()
+      const names = [
+        'quote " back \\ slash',
+        'tab\tnew\nline\u0001\u001f\u007f',
+        'ünïcødé 🌱 \u2028 </script>',
+        "it's",
+      ]
+      for (const [i, name] of names.entries()) await create(s, plant(BigInt(i), name, name))
+      for (const [i, name] of names.entries()) {
+        const json = await s.readPlantJson(BigInt(i))
+        assert.deepEqual(JSON.parse(json ?? 'null'), { id: i, name, tag: name }, json)
+      }
+      const page = await s.listPlantsJson({ limit: 10 })
+      assert.deepEqual(
+        JSON.parse(page.json),
+        names.map((name, id) => ({ id, name, tag: name })),
+        page.json,
+      )
+    })
+
+    it("never answers a repeated listing from before a write, its own or another instance's", async () => {
+      const s = ctx.store()
+      const ids = async () => (await listPlants(s, { limit: 10 })).map((p) => p.id)
+      await create(s, plant(1n, 'fern'))
+      assert.deepEqual(await ids(), [1n])
+      assert.deepEqual(await ids(), [1n], 'asked twice, unchanged')
+      await create(s, plant(2n, 'palm'))
+      assert.deepEqual(await ids(), [1n, 2n], 'a create shows in the next listing')
+      await s.deletePlant(1n)
+      assert.deepEqual(await ids(), [2n], 'a delete shows in the next listing')
+      const other = await ctx.another()
+      await create(other, plant(3n, 'moss'))
+      assert.deepEqual(await ids(), [2n, 3n], "another instance's create shows too")
     })
 
     it('pages through every plant exactly once', async () => {
@@ -159,7 +213,7 @@ function plantContract(ctx: ContractContext): void {
         const seen: Plant[] = []
         let after: bigint | undefined
         for (;;) {
-          const page = await s.listPlants({ limit: 7, after, tag })
+          const page = await listPlants(s, { limit: 7, after, tag })
           seen.push(...page)
           if (page.length < 7) break
           after = page[page.length - 1]?.id
@@ -172,10 +226,10 @@ function plantContract(ctx: ContractContext): void {
       const s = ctx.store()
       await create(s, plant(1n, 'fern'))
       assert.equal(await s.deletePlant(1n), true)
-      assert.equal(await s.getPlant(1n), undefined)
+      assert.equal(await readPlant(s, 1n), undefined)
       assert.equal(await s.deletePlant(1n), false)
       assert.deepEqual(await create(s, plant(1n, 'palm', 'new')), { kind: 'created' })
-      assert.deepEqual(await s.getPlant(1n), plant(1n, 'palm', 'new'))
+      assert.deepEqual(await readPlant(s, 1n), plant(1n, 'palm', 'new'))
     })
   })
 }
@@ -290,7 +344,7 @@ function concurrencyContract(ctx: ContractContext): void {
       const bodies = (i: number) => plant(4243n, i % 2 ? 'odd' : 'even', i % 5 === 0 ? 'five' : undefined)
       const kinds = await spread(50, bodies)
       assert.equal(kinds.filter((k) => k === 'created').length, 1)
-      const winner = await ctx.store().getPlant(4243n)
+      const winner = await readPlant(ctx.store(), 4243n)
       assert.ok(winner)
       for (const [i, kind] of kinds.entries()) {
         if (kind === 'created') continue

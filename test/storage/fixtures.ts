@@ -1,5 +1,7 @@
 /** Shared by the parts of the storage contract (`contract.ts`, `contract-webhooks.ts`). */
-import type { Plant, Storage } from '../../src/storage/storage.js'
+import assert from 'node:assert/strict'
+import { parse, parseNumberAndBigInt } from 'lossless-json'
+import type { ListQuery, Plant, Storage } from '../../src/storage/storage.js'
 
 /** What each part of the contract gets: the store under test and a way to open a second one. */
 export interface ContractContext {
@@ -25,3 +27,22 @@ export const create = (store: Storage, p: Plant) => store.createPlant(p, payload
 
 /** A fixed instant plus `ms`, for records whose times the test chooses. */
 export const at = (ms: number) => new Date(Date.parse('2030-01-01T00:00:00.000Z') + ms)
+
+/** The store's JSON text of plants, read back with exact (BigInt) ids. */
+const parsePlants = (json: string) => parse(json, undefined, parseNumberAndBigInt) as Plant | Plant[]
+
+/** One plant through the adapter's JSON read, the text GET /plants/{id} sends. */
+export async function readPlant(store: Storage, id: bigint): Promise<Plant | undefined> {
+  const json = await store.readPlantJson(id)
+  return json === undefined ? undefined : (parsePlants(json) as Plant)
+}
+
+/** One page through the adapter's JSON listing; checks that its cursor is the page's last id. */
+export async function listPlants(store: Storage, query: ListQuery): Promise<Plant[]> {
+  const page = await store.listPlantsJson(query)
+  const plants = parsePlants(page.json) as Plant[]
+  assert.ok(Array.isArray(plants), page.json)
+  assert.equal(page.lastId, plants.at(-1)?.id, 'lastId is the id of the last plant on the page')
+  if (plants.length < query.limit) assert.equal(page.more, false, 'a short page is the last one')
+  return plants
+}

@@ -9,7 +9,7 @@ import {
 } from '../../src/storage/postgres/postgres-storage.js'
 import { StoreUnavailableError } from '../../src/storage/storage.js'
 import { storageContract } from './contract.js'
-import { payloadOf, plant } from './fixtures.js'
+import { listPlants, payloadOf, plant, readPlant } from './fixtures.js'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -165,7 +165,7 @@ if (!url) {
         assert.deepEqual(await eventually(() => store.createPlant(plant(77n, 'fern'), '{}')), {
           kind: 'created',
         })
-        assert.deepEqual(await store.getPlant(77n), plant(77n, 'fern'))
+        assert.deepEqual(await readPlant(store, 77n), plant(77n, 'fern'))
         await sleep(50)
       } finally {
         blocker.release()
@@ -183,7 +183,7 @@ if (!url) {
         await admin`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
           WHERE application_name = 'plant-store' AND datname = current_database() AND pid <> pg_backend_pid()`
         await eventually(() => store.ping())
-        assert.deepEqual(await store.listPlants({ limit: 1 }), [])
+        assert.deepEqual(await listPlants(store, { limit: 1 }), [])
       } finally {
         await store.close()
         await admin.end()

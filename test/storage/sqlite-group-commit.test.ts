@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
 import { type SqliteOptions, SqliteStorage } from '../../src/storage/sqlite/sqlite-storage.js'
 import { type CreateOutcome, StoreUnavailableError } from '../../src/storage/storage.js'
-import { at, create, payloadOf, plant } from './fixtures.js'
+import { at, create, payloadOf, plant, readPlant } from './fixtures.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 let dir: string
@@ -62,7 +62,7 @@ async function inOneBatch(store: SqliteStorage, fire: () => Promise<CreateOutcom
   const plug = create(store, plant(-1n, 'plug'))
   await until(() => store.stats().batchesStarted === before.batchesStarted + 1)
   const settled = Promise.allSettled(fire())
-  assert.equal(await store.getPlant(-1n), undefined, 'reads go on, and see nothing uncommitted')
+  assert.equal(await readPlant(store, -1n), undefined, 'reads go on, and see nothing uncommitted')
   lock.exec('COMMIT')
   lock.close()
   assert.equal((await plug).kind, 'created')
@@ -111,7 +111,7 @@ describe('sqlite group commit', () => {
       results.map((r) => (r.status === 'fulfilled' ? r.value : r.reason)),
       expected,
     )
-    assert.deepEqual(await store.getPlant(5n), plant(5n, 'fern', 'green'))
+    assert.deepEqual(await readPlant(store, 5n), plant(5n, 'fern', 'green'))
   })
 
   it('answers every request of a batch whose transaction fails with the error, and stores none', async () => {
@@ -135,7 +135,7 @@ describe('sqlite group commit', () => {
       assert.match((result as PromiseRejectedResult).reason.message, /poisoned plant refused/)
     }
     assert.deepEqual(storedIds([10n, 11n, 12n]), [], 'none of the batch is stored')
-    assert.deepEqual(await store.getPlant(1n), plant(1n, 'stored before'))
+    assert.deepEqual(await readPlant(store, 1n), plant(1n, 'stored before'))
     const deliveries = await store.listDeliveries({ failedOnly: false, limit: 100 })
     assert.deepEqual(deliveries.map((d) => d.plantId).sort(), [-1n, 1n], 'no outbox row of the failed batch')
     assert.equal(store.stats().batchesFailed, 1)

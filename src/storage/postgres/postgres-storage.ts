@@ -6,6 +6,7 @@ import type {
   LeasedDelivery,
   ListQuery,
   Plant,
+  PlantPage,
   Storage,
   Subscription,
   TokenRecord,
@@ -29,6 +30,10 @@ async function guard<T>(work: () => Promise<T>): Promise<T> {
 
 const toDate = (value: unknown): Date | null =>
   value === null || value === undefined ? null : (value as Date)
+
+/** A plant row as the API's JSON text (see PlantPage); to_json escapes exactly as JSON needs. */
+const PLANT_JSON = `'{"id":' || id || ',"name":' || to_json(name)::text ||
+  CASE WHEN tag IS NULL THEN '' ELSE ',"tag":' || to_json(tag)::text END || '}'`
 
 function toPlant(row: Row): Plant {
   const plant: Plant = { id: row.id as bigint, name: row.name as string }
@@ -133,21 +138,36 @@ export class PostgresStorage implements Storage {
     throw new Error(`plant ${plant.id} kept being created and deleted concurrently`)
   }
 
-  async getPlant(id: bigint): Promise<Plant | undefined> {
-    const [row] = await guard(() => this.sql`SELECT id, name, tag FROM plants WHERE id = ${id}`)
-    return row ? toPlant(row) : undefined
+  async readPlantJson(id: bigint): Promise<string | undefined> {
+    const { sql } = this
+    const [row] = await guard(
+      () => sql`SELECT ${sql.unsafe(PLANT_JSON)} AS json FROM plants WHERE id = ${id}`,
+    )
+    return row?.json as string | undefined
   }
 
-  async listPlants(query: ListQuery): Promise<Plant[]> {
+  /**
+   * One statement: it reads one plant past the page, numbered by row_number(), to learn whether a
+   * next page exists; the aggregates leave that plant out.
+   */
+  async listPlantsJson(query: ListQuery): Promise<PlantPage> {
     const { sql } = this
     const { after, tag, limit } = query
-    const rows = await guard(
-      () => sql`SELECT id, name, tag FROM plants
-        WHERE ${tag === undefined ? sql`TRUE` : sql`tag = ${tag}`}
-          AND ${after === undefined ? sql`TRUE` : sql`id > ${after}`}
-        ORDER BY id LIMIT ${limit}`,
+    const [row] = await guard(
+      () => sql`SELECT max(id) FILTER (WHERE n <= ${limit}) AS last, count(*) > ${limit} AS more,
+          '[' || coalesce(string_agg(plant, ',' ORDER BY id) FILTER (WHERE n <= ${limit}), '') || ']' AS json
+        FROM (
+          SELECT id, ${sql.unsafe(PLANT_JSON)} AS plant, row_number() OVER (ORDER BY id) AS n FROM plants
+          WHERE ${tag === undefined ? sql`TRUE` : sql`tag = ${tag}`}
+            AND ${after === undefined ? sql`TRUE` : sql`id > ${after}`}
+          ORDER BY id LIMIT ${limit + 1}
+        ) page`,
     )
-    return rows.map(toPlant)
+    return {
+      json: row?.json as string,
+      lastId: (row?.last as bigint | null) ?? undefined,
+      more: row?.more === true,
+    }
   }
 
   async deletePlant(id: bigint): Promise<boolean> {

@@ -7,11 +7,13 @@ import type {
   LeasedDelivery,
   ListQuery,
   Plant,
+  PlantPage,
   Storage,
   Subscription,
   TokenRecord,
 } from '../storage.js'
-import { openSqliteDatabase, type Row, type SqliteOptions, toDelivery, toPlant, toToken } from './database.js'
+import { openSqliteDatabase, type Row, type SqliteOptions, toDelivery, toToken } from './database.js'
+import { PageCache } from './page-cache.js'
 import { SqliteWriter } from './writer-client.js'
 import type { WriterStats } from './writer-protocol.js'
 
@@ -27,16 +29,28 @@ export type { WriterStats } from './writer-protocol.js'
  * and two writers of one process can never contend; other processes on the file are waited for
  * up to the busy timeout.
  */
+/** A plant row as the API's JSON text (see PlantPage): integer ids print exactly in SQLite. */
+const PLANT_JSON = `'{"id":' || id || ',"name":' || json_quote(name) ||
+  CASE WHEN tag IS NULL THEN '' ELSE ',"tag":' || json_quote(tag) END || '}'`
+
 /**
  * Keyset listing, one statement per filter combination so each is a plain index range scan with
- * no OFFSET and no sort: a page costs the same at plant 10 as at plant 10,000,000. Exported for
- * the query-plan test.
+ * no OFFSET and no sort: a page costs the same at plant 10 as at plant 10,000,000. The page is
+ * read by a co-routine in index order and concatenated in the order it yields; the query-plan
+ * test pins that plan, so a SQLite that planned it differently would fail the test, not reorder
+ * a page. Exported for that test.
  */
+const page = (where: string) =>
+  `SELECT count(*), max(id), '[' || coalesce(group_concat(plant, ','), '') || ']'
+   FROM (SELECT id, ${PLANT_JSON} AS plant FROM plants ${where} ORDER BY id LIMIT ?)`
 export const listPlantsSql = {
-  first: 'SELECT id, name, tag FROM plants ORDER BY id LIMIT ?',
-  after: 'SELECT id, name, tag FROM plants WHERE id > ? ORDER BY id LIMIT ?',
-  tagFirst: 'SELECT id, name, tag FROM plants WHERE tag = ? ORDER BY id LIMIT ?',
-  tagAfter: 'SELECT id, name, tag FROM plants WHERE tag = ? AND id > ? ORDER BY id LIMIT ?',
+  first: page(''),
+  after: page('WHERE id > ?'),
+  tagFirst: page('WHERE tag = ?'),
+  tagAfter: page('WHERE tag = ? AND id > ?'),
+  /** Whether a full page has a successor, asked only then. */
+  more: 'SELECT EXISTS (SELECT 1 FROM plants WHERE id > ?)',
+  tagMore: 'SELECT EXISTS (SELECT 1 FROM plants WHERE tag = ? AND id > ?)',
 } as const
 
 export class SqliteStorage implements Storage {
@@ -45,6 +59,7 @@ export class SqliteStorage implements Storage {
   readonly writer: SqliteWriter
   private readonly db: Database.Database
   private readonly statements
+  private readonly pages = new PageCache()
 
   constructor(options: SqliteOptions) {
     this.db = openSqliteDatabase(options)
@@ -54,11 +69,13 @@ export class SqliteStorage implements Storage {
     const db = this.db
     const exact = (sql: string) => db.prepare(sql).safeIntegers(true)
     this.statements = {
-      getPlant: exact('SELECT id, name, tag FROM plants WHERE id = ?'),
-      listFirst: exact(listPlantsSql.first),
-      listAfter: exact(listPlantsSql.after),
-      listTagFirst: exact(listPlantsSql.tagFirst),
-      listTagAfter: exact(listPlantsSql.tagAfter),
+      plantJson: db.prepare(`SELECT ${PLANT_JSON} FROM plants WHERE id = ?`).pluck(),
+      listFirst: exact(listPlantsSql.first).raw(),
+      listAfter: exact(listPlantsSql.after).raw(),
+      listTagFirst: exact(listPlantsSql.tagFirst).raw(),
+      listTagAfter: exact(listPlantsSql.tagAfter).raw(),
+      more: db.prepare(listPlantsSql.more).pluck(),
+      tagMore: db.prepare(listPlantsSql.tagMore).pluck(),
       tokenByHash: db.prepare('SELECT * FROM tokens WHERE token_hash = ?'),
       listTokens: db.prepare('SELECT * FROM tokens ORDER BY created_at, id'),
       countUsable: db.prepare(
@@ -66,6 +83,7 @@ export class SqliteStorage implements Storage {
       ),
       listSubscriptions: db.prepare('SELECT * FROM webhook_subscriptions ORDER BY created_at, id'),
       ping: db.prepare('SELECT 1'),
+      dataVersion: db.prepare('PRAGMA data_version').pluck(),
     }
   }
 
@@ -78,18 +96,28 @@ export class SqliteStorage implements Storage {
     return this.writer.write({ op: 'createPlant', plant, payload })
   }
 
-  async getPlant(id: bigint): Promise<Plant | undefined> {
-    const row = this.statements.getPlant.get(id) as Row | undefined
-    return row ? toPlant(row) : undefined
+  async readPlantJson(id: bigint): Promise<string | undefined> {
+    return this.statements.plantJson.get(id) as string | undefined
   }
 
-  async listPlants(query: ListQuery): Promise<Plant[]> {
+  async listPlantsJson(query: ListQuery): Promise<PlantPage> {
     const s = this.statements
     const { after, tag, limit } = query
-    let rows: unknown[]
-    if (tag === undefined) rows = after === undefined ? s.listFirst.all(limit) : s.listAfter.all(after, limit)
-    else rows = after === undefined ? s.listTagFirst.all(tag, limit) : s.listTagAfter.all(tag, after, limit)
-    return (rows as Row[]).map(toPlant)
+    const key = `${limit}/${after ?? ''}/${tag ?? ''}`
+    const version = s.dataVersion.get() as number
+    const cached = this.pages.get(key, version)
+    if (cached) return cached
+    let row: unknown
+    if (tag === undefined) row = after === undefined ? s.listFirst.get(limit) : s.listAfter.get(after, limit)
+    else row = after === undefined ? s.listTagFirst.get(tag, limit) : s.listTagAfter.get(tag, after, limit)
+    const [count, lastId, json] = row as [bigint, bigint | null, string]
+    const more =
+      lastId !== null &&
+      Number(count) === limit &&
+      (tag === undefined ? s.more.get(lastId) : s.tagMore.get(tag, lastId)) === 1
+    const page = { json, lastId: lastId ?? undefined, more }
+    this.pages.set(key, page)
+    return page
   }
 
   deletePlant(id: bigint): Promise<boolean> {
