@@ -22,19 +22,26 @@ export class TokenVerifier {
     private readonly cacheMs: number,
   ) {}
 
-  async verify(secret: string): Promise<Verification> {
+  /**
+   * The verdict for a secret. A cached record is judged synchronously, so the common request
+   * costs no promise; otherwise the store is asked first.
+   */
+  verify(secret: string): Verification | Promise<Verification> {
     const now = Date.now()
     // Keyed by the presented secret, so a cached token costs no SHA-256 per request; the secret
     // stays only in this process's memory, where the request carrying it already is.
-    let entry = this.cache.get(secret)
-    if (!entry || now - entry.at >= this.cacheMs) {
-      entry = { record: await this.storage.findTokenByHash(hashToken(secret)), at: now }
+    const entry = this.cache.get(secret)
+    if (entry && now - entry.at < this.cacheMs) return this.judge(entry.record, now)
+    return this.storage.findTokenByHash(hashToken(secret)).then((record) => {
       if (this.cacheMs > 0) {
         if (this.cache.size >= MAX_CACHED) this.cache.clear()
-        this.cache.set(secret, entry)
+        this.cache.set(secret, { record, at: now })
       }
-    }
-    const record = entry.record
+      return this.judge(record, now)
+    })
+  }
+
+  private judge(record: TokenRecord | undefined, now: number): Verification {
     if (!record) return { ok: false, reason: 'unknown' }
     if (record.revokedAt) return { ok: false, reason: 'revoked' }
     if (record.expiresAt && record.expiresAt.getTime() <= now) return { ok: false, reason: 'expired' }

@@ -25,7 +25,16 @@ interface Running {
   worker: Worker
   ready: Promise<void>
   exited: Promise<void>
+  /** The last seq of each message posted to it and not fully answered yet, oldest first. */
+  unanswered: number[]
 }
+
+/**
+ * Messages the writer may hold at once: the one its current batch came from and the next.
+ * Writes issued meanwhile wait here and travel together when a batch is answered, so a busy
+ * writer costs the main thread about one postMessage per commit, not one per event-loop turn.
+ */
+const MAX_MESSAGES_IN_FLIGHT = 2
 
 /**
  * The main thread's handle on the writer thread (`sqlite-writer.ts`): sends each write there and
@@ -49,7 +58,7 @@ export class SqliteWriter {
   private closing: Promise<void> | undefined
   /** Writes issued in this turn of the event loop, posted to `outboxWorker` as one message. */
   private outbox: ToWriter[] = []
-  private outboxWorker: Worker | undefined
+  private outboxTarget: Running | undefined
 
   constructor(private readonly options: SqliteOptions) {}
 
@@ -76,26 +85,32 @@ export class SqliteWriter {
       // and a process never exits with a write in flight.
       if (this.pending.size === 0) running.worker.ref()
       this.pending.set(seq, { resolve: resolve as (value: unknown) => void, reject })
-      this.enqueue(running.worker, { ...op, seq })
+      this.enqueue(running, { ...op, seq })
     })
   }
 
   /**
-   * Structured-clone messages cost tens of microseconds each on the main thread, so the writes of
-   * one event-loop turn travel together; the writer batches them into one commit anyway.
+   * postMessage costs the main thread 5-10 µs plus a structured clone each, so writes travel in
+   * groups: those of one event-loop turn at least, and while the writer already holds
+   * MAX_MESSAGES_IN_FLIGHT messages, everything until it answers a batch. The writer would have
+   * put them in one commit anyway.
    */
-  private enqueue(worker: Worker, message: ToWriter): void {
-    if (this.outboxWorker !== worker) this.flushOutbox()
+  private enqueue(running: Running, message: ToWriter): void {
+    if (this.outboxTarget !== running) this.flushOutbox(true)
     if (this.outbox.length === 0) setImmediate(() => this.flushOutbox())
-    this.outboxWorker = worker
+    this.outboxTarget = running
     this.outbox.push(message)
   }
 
-  private flushOutbox(): void {
+  private flushOutbox(force = false): void {
     const messages = this.outbox
-    if (messages.length === 0) return
+    const target = this.outboxTarget
+    if (messages.length === 0 || !target) return
+    if (!force && target.unanswered.length >= MAX_MESSAGES_IN_FLIGHT) return
     this.outbox = []
-    this.outboxWorker?.postMessage(messages)
+    const last = messages.at(-1)
+    if (last && 'seq' in last) target.unanswered.push(last.seq)
+    target.worker.postMessage(messages)
   }
 
   /** Counters of the writer thread(s) since this store was opened. */
@@ -122,7 +137,7 @@ export class SqliteWriter {
       const running = this.running
       if (!running) return
       running.worker.ref()
-      this.flushOutbox()
+      this.flushOutbox(true)
       running.worker.postMessage({ op: 'close' })
       await running.exited
     })()
@@ -155,13 +170,18 @@ export class SqliteWriter {
         onReady()
       } else if (message.type === 'fatal') fatal = deserializeError(message.error)
       else {
+        let answered = 0
         for (const result of message.results) {
+          answered = Math.max(answered, result.seq)
           const waiting = this.pending.get(result.seq)
           if (!waiting) continue
           this.pending.delete(result.seq)
           if (result.ok) waiting.resolve(result.value)
           else waiting.reject(deserializeError(result.error))
         }
+        const unanswered = running.unanswered
+        while (unanswered.length > 0 && (unanswered[0] as number) <= answered) unanswered.shift()
+        if (this.outboxTarget === running) this.flushOutbox()
         if (this.pending.size === 0 && !this.closing) worker.unref()
       }
     })
@@ -177,6 +197,11 @@ export class SqliteWriter {
           this.diedAt = Date.now()
           this.lastDeath = reason
         }
+        // Writes still waiting to be posted to it are among the pending ones rejected below.
+        if (this.outboxTarget === running) {
+          this.outbox = []
+          this.outboxTarget = undefined
+        }
         const error = new StoreUnavailableError(`the SQLite writer stopped: ${reason}`, { cause: fatal })
         onFatal(error)
         for (const [seq, waiting] of this.pending) {
@@ -186,7 +211,8 @@ export class SqliteWriter {
         resolve()
       })
     })
-    this.running = { worker, ready, exited }
-    return this.running
+    const running: Running = { worker, ready, exited, unanswered: [] }
+    this.running = running
+    return running
   }
 }
