@@ -143,6 +143,95 @@ if (!url) {
       }
     })
 
+    it('group-commits creates issued together, each with its own outcome, same ids in arrival order', async () => {
+      await reset()
+      const store = await openPostgresStorage(options)
+      const admin = postgres(databaseUrl, { max: 1, onnotice: () => {}, types: { bigint: postgres.BigInt } })
+      try {
+        const ids = Array.from({ length: 200 }, (_, i) => BigInt(i) * 7919n - 2n ** 62n)
+        const many = await Promise.all(ids.map((id) => store.createPlant(plant(id, `p${id}`), '{}')))
+        assert.ok(many.every((o) => o.kind === 'created'))
+        const [row] =
+          await admin`SELECT count(*)::int AS rows, count(DISTINCT xmin::text)::int AS transactions
+          FROM plants WHERE id = ANY(${ids.map(String)}::int8[])`
+        assert.equal(row?.rows, 200)
+        assert.ok(row.transactions < 200, `${row.transactions} transactions for 200 creates`)
+
+        const results = await Promise.all(
+          [
+            plant(5n, 'fern', 'green'),
+            plant(5n, 'fern', 'green'),
+            plant(5n, 'palm', 'green'),
+            plant(5n, 'fern'),
+            plant(6n, 'cactus'),
+            plant(6n, 'cactus'),
+          ].map((p) => store.createPlant(p, payloadOf(p))),
+        )
+        const conflict = { kind: 'conflict', existing: plant(5n, 'fern', 'green') }
+        assert.deepEqual(results, [
+          { kind: 'created' },
+          { kind: 'replayed' },
+          conflict,
+          conflict,
+          { kind: 'created' },
+          { kind: 'replayed' },
+        ])
+      } finally {
+        await store.close()
+        await admin.end()
+      }
+    })
+
+    it('answers every create of a batch whose statement fails with the error, and stores none', async () => {
+      await reset()
+      const store = await openPostgresStorage(options)
+      const admin = postgres(databaseUrl, { max: 1, onnotice: () => {}, types: { bigint: postgres.BigInt } })
+      try {
+        await store.addSubscription({
+          id: 'sub',
+          url: 'https://example.test/h',
+          secret: 's',
+          createdAt: new Date(),
+        })
+        assert.equal((await store.createPlant(plant(1n, 'stored before'), '{}')).kind, 'created')
+        await admin.unsafe(`
+          CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN IF NEW.name = 'poison' THEN RAISE EXCEPTION 'poisoned plant refused'; END IF; RETURN NEW; END $$;
+          CREATE TRIGGER poison BEFORE INSERT ON plants FOR EACH ROW EXECUTE FUNCTION poison();`)
+        const batch = [
+          plant(10n, 'fine'),
+          plant(1n, 'stored before'),
+          plant(11n, 'poison'),
+          plant(12n, 'fine too'),
+        ]
+        const results = await Promise.allSettled(batch.map((p) => store.createPlant(p, payloadOf(p))))
+        for (const [i, result] of results.entries()) {
+          assert.equal(result.status, 'rejected', `request ${i} must fail with its batch`)
+          assert.match((result as PromiseRejectedResult).reason.message, /poisoned plant refused/)
+        }
+        const stored = await admin`SELECT id FROM plants ORDER BY id`
+        assert.deepEqual(
+          stored.map((r) => r.id),
+          [1n],
+          'none of the batch is stored',
+        )
+        const outbox = await admin`SELECT plant_id FROM webhook_deliveries`
+        assert.deepEqual(
+          outbox.map((r) => r.plant_id),
+          [1n],
+          'no outbox row of the failed batch',
+        )
+        assert.deepEqual(
+          await store.createPlant(plant(10n, 'fine'), '{}'),
+          { kind: 'created' },
+          'the next batch works',
+        )
+      } finally {
+        await store.close()
+        await admin.end()
+      }
+    })
+
     it('survives its connection being killed in the middle of a write', async () => {
       await reset()
       const store = await openPostgresStorage(options)

@@ -11,6 +11,7 @@ import type {
   Subscription,
   TokenRecord,
 } from '../storage.js'
+import { type CreateRequest, CreateBatcher } from './create-batcher.js'
 import { createPostgresClient, type PostgresOptions, toStoreError } from './connection.js'
 import { migratePostgres, type PgSql } from './migrations.js'
 
@@ -18,6 +19,13 @@ export { createPostgresClient, isUnavailableError, type PostgresOptions } from '
 export { migratePostgres } from './migrations.js'
 
 type Row = Record<string, unknown>
+
+/**
+ * Create batches one instance runs at once, and creates per batch. Two keep the server busy (one
+ * committing while the next is sent) and leave the rest of the pool to reads and webhooks.
+ */
+const MAX_BATCHES_IN_FLIGHT = 2
+const MAX_BATCH = 256
 
 /** Runs database work, turning connectivity failures into StoreUnavailableError (answered as 503). */
 async function guard<T>(work: () => Promise<T>): Promise<T> {
@@ -102,40 +110,72 @@ export async function openPostgresStorage(options: PostgresOptions): Promise<Sto
 export class PostgresStorage implements Storage {
   readonly kind = 'postgres'
 
+  private readonly creates = new CreateBatcher(
+    (batch) => this.createBatch(batch),
+    MAX_BATCHES_IN_FLIGHT,
+    MAX_BATCH,
+  )
+
   constructor(private readonly sql: PgSql) {}
 
-  async createPlant(plant: Plant, payload: string): Promise<CreateOutcome> {
+  createPlant(plant: Plant, payload: string): Promise<CreateOutcome> {
+    return this.creates.submit(plant, payload)
+  }
+
+  /**
+   * One batch of creates (see CreateBatcher), in one statement and so one transaction: the plants
+   * and their outbox rows commit together. Rows go in ascending id order, so two batches that
+   * share ids (two instances, say) wait for each other in the same order and never deadlock. An
+   * insert colliding with an uncommitted row waits for that transaction; so when an id is
+   * reported "not inserted", the winner has committed and the SELECT after it (a new snapshot)
+   * sees that row.
+   */
+  private async createBatch(batch: CreateRequest[]): Promise<CreateOutcome[]> {
     const { sql } = this
-    const now = new Date()
-    // Repeats only if the row we collided with is deleted before we read it; then it is ours.
+    const outcomes: (CreateOutcome | undefined)[] = batch.map(() => undefined)
+    // Repeats only for ids whose colliding row was deleted before we read it; then they are ours.
     for (let attempt = 0; attempt < 5; attempt++) {
-      // One statement, hence one transaction: the plant and its outbox rows commit together. An
-      // insert colliding with an uncommitted row waits for that transaction, so when this one
-      // reports "not inserted" the winner has committed and the SELECT below (a new snapshot)
-      // sees it.
-      const [result] = await guard(
-        () => sql`WITH inserted AS (
+      const open = batch.flatMap((request, i) => (outcomes[i] ? [] : [{ ...request, i }]))
+      if (open.length === 0) return outcomes as CreateOutcome[]
+      const now = new Date()
+      const inserted = await guard(
+        () => sql`WITH input AS (
+            SELECT * FROM unnest(
+              ${open.map((r) => String(r.plant.id))}::int8[], ${open.map((r) => r.plant.name)}::text[],
+              ${open.map((r) => r.plant.tag ?? null)}::text[], ${open.map((r) => r.payload)}::text[]
+            ) AS t(id, name, tag, payload)
+          ), inserted AS (
             INSERT INTO plants (id, name, tag, created_at)
-            VALUES (${plant.id}, ${plant.name}, ${plant.tag ?? null}, ${now})
+            SELECT id, name, tag, ${now} FROM input ORDER BY id
             ON CONFLICT (id) DO NOTHING
             RETURNING id
           ), enqueued AS (
             INSERT INTO webhook_deliveries
               (id, subscription_id, plant_id, payload, status, attempts, next_attempt_at, created_at)
-            SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), s.id, i.id, ${payload},
+            SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), s.id, i.id, input.payload,
                    'pending', 0, ${now}, ${now}
-            FROM inserted i CROSS JOIN webhook_subscriptions s
+            FROM inserted i JOIN input USING (id) CROSS JOIN webhook_subscriptions s
           )
-          SELECT count(*)::int AS created FROM inserted`,
+          SELECT id FROM inserted`,
       )
-      if (result?.created === 1) return { kind: 'created' }
-      const [row] = await guard(() => sql`SELECT id, name, tag FROM plants WHERE id = ${plant.id}`)
-      if (!row) continue
-      const existing = toPlant(row)
-      const same = existing.name === plant.name && existing.tag === plant.tag
-      return same ? { kind: 'replayed' } : { kind: 'conflict', existing }
+      const created = new Set(inserted.map((row) => row.id as bigint))
+      const taken = open.filter((r) => !created.has(r.plant.id))
+      for (const r of open) if (created.has(r.plant.id)) outcomes[r.i] = { kind: 'created' }
+      if (taken.length === 0) continue
+      const rows = await guard(
+        () => sql`SELECT id, name, tag FROM plants
+          WHERE id = ANY(${taken.map((r) => String(r.plant.id))}::int8[])`,
+      )
+      const stored = new Map(rows.map((row) => [row.id as bigint, toPlant(row)]))
+      for (const r of taken) {
+        const existing = stored.get(r.plant.id)
+        if (!existing) continue
+        const same = existing.name === r.plant.name && existing.tag === r.plant.tag
+        outcomes[r.i] = same ? { kind: 'replayed' } : { kind: 'conflict', existing }
+      }
     }
-    throw new Error(`plant ${plant.id} kept being created and deleted concurrently`)
+    if (outcomes.every(Boolean)) return outcomes as CreateOutcome[]
+    throw new Error('a plant kept being created and deleted concurrently')
   }
 
   async readPlantJson(id: bigint): Promise<string | undefined> {

@@ -1,0 +1,81 @@
+import type { CreateOutcome, Plant } from '../storage.js'
+
+export interface CreateRequest {
+  plant: Plant
+  payload: string
+}
+
+interface Waiting extends CreateRequest {
+  resolve: (outcome: CreateOutcome) => void
+  reject: (error: unknown) => void
+}
+
+/**
+ * Group commit for PostgreSQL: creates that arrive together go to the server as one statement,
+ * hence one transaction, one round trip and one WAL flush, and every one of them is answered
+ * only once that statement has committed (or fails with it). At most `maxInFlight` batch
+ * statements run at once; creates arriving meanwhile queue up and form the next batch, so the
+ * busier the service, the larger the batches.
+ *
+ * An id is in at most one running batch, once. A repeat waits until the batch holding the first
+ * one has finished, and then meets its row, exactly as if it had arrived after it.
+ */
+export class CreateBatcher {
+  private queue: Waiting[] = []
+  private scheduled = false
+  private inFlight = 0
+  private readonly idsInFlight = new Set<bigint>()
+
+  constructor(
+    private readonly runBatch: (batch: CreateRequest[]) => Promise<CreateOutcome[]>,
+    private readonly maxInFlight: number,
+    private readonly maxBatch: number,
+  ) {}
+
+  submit(plant: Plant, payload: string): Promise<CreateOutcome> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ plant, payload, resolve, reject })
+      this.schedule()
+    })
+  }
+
+  // On the next turn of the event loop, so that the creates of this one travel together.
+  private schedule(): void {
+    if (this.scheduled || this.inFlight >= this.maxInFlight || this.queue.length === 0) return
+    this.scheduled = true
+    setImmediate(() => this.flush())
+  }
+
+  private flush(): void {
+    this.scheduled = false
+    while (this.queue.length > 0 && this.inFlight < this.maxInFlight) {
+      const batch = this.take()
+      // Everything queued repeats an id still running; its batch's end schedules the next flush.
+      if (batch.length === 0) return
+      this.inFlight++
+      this.runBatch(batch)
+        .then(
+          (outcomes) => batch.forEach((waiting, i) => waiting.resolve(outcomes[i] as CreateOutcome)),
+          (error: unknown) => batch.forEach((waiting) => waiting.reject(error)),
+        )
+        .finally(() => {
+          for (const waiting of batch) this.idsInFlight.delete(waiting.plant.id)
+          this.inFlight--
+          this.schedule()
+        })
+    }
+  }
+
+  private take(): Waiting[] {
+    const batch: Waiting[] = []
+    const later: Waiting[] = []
+    for (const waiting of this.queue) {
+      if (batch.length < this.maxBatch && !this.idsInFlight.has(waiting.plant.id)) {
+        this.idsInFlight.add(waiting.plant.id)
+        batch.push(waiting)
+      } else later.push(waiting)
+    }
+    this.queue = later
+    return batch
+  }
+}
