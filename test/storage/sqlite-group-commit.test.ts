@@ -114,6 +114,28 @@ describe('sqlite group commit', () => {
     assert.deepEqual(await readPlant(store, 5n), plant(5n, 'fern', 'green'))
   })
 
+  it('enqueues webhooks for exactly the creates after a subscription changed within one batch', async () => {
+    const store = open()
+    const subscription = (id: string) => ({
+      id,
+      url: 'https://example.test/h',
+      secret: 's',
+      createdAt: at(0),
+    })
+    const results = await inOneBatch(store, () => [
+      create(store, plant(1n, 'before any subscriber')),
+      store.addSubscription(subscription('a')).then(() => ({ kind: 'created' }) as const),
+      create(store, plant(2n, 'after a')),
+      store.removeSubscription('a').then(() => ({ kind: 'created' }) as const),
+      create(store, plant(3n, 'after a left')),
+    ])
+    assert.ok(results.every((r) => r.status === 'fulfilled'))
+    const deliveries = await store.listDeliveries({ failedOnly: false, limit: 10 })
+    const forPlants = (ids: bigint[]) =>
+      deliveries.filter((d) => ids.includes(d.plantId)).map((d) => d.plantId)
+    assert.deepEqual(forPlants([1n, 2n, 3n]), [2n], 'only the create made while a subscriber existed')
+  })
+
   it('answers every request of a batch whose transaction fails with the error, and stores none', async () => {
     const store = open()
     await store.addSubscription({ id: 'sub', url: 'https://example.test/h', secret: 's', createdAt: at(0) })

@@ -29,6 +29,7 @@ function prepareOps(db: Database.Database) {
       'INSERT INTO plants (id, name, tag, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING',
     ),
     getPlant: exact('SELECT id, name, tag FROM plants WHERE id = ?'),
+    anySubscription: db.prepare('SELECT EXISTS (SELECT 1 FROM webhook_subscriptions)').pluck(),
     deletePlant: exact('DELETE FROM plants WHERE id = ?'),
     enqueueDeliveries: exact(`INSERT INTO webhook_deliveries
         (id, subscription_id, plant_id, payload, status, attempts, next_attempt_at, created_at)
@@ -53,13 +54,19 @@ function prepareOps(db: Database.Database) {
     lease: db.prepare('UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ? WHERE id = ?'),
   }
 
+  // Whether any webhook subscriber exists, asked once per transaction rather than once per create:
+  // while the batch holds the write lock no other connection can change it, and this batch's own
+  // subscription writes reset it.
+  let subscribed: boolean | undefined
+
   // Each runs inside the batch's transaction; statements run in arrival order, so two requests
   // for one id in the same batch behave exactly as if they had come one after the other.
   const run: { [K in WriteOp['op']]: (op: Extract<WriteOp, { op: K }>) => unknown } = {
     createPlant: ({ plant, payload }): CreateOutcome => {
       const now = Date.now()
       if (s.insertPlant.run(plant.id, plant.name, plant.tag ?? null, now).changes === 1) {
-        s.enqueueDeliveries.run(plant.id, payload, now, now)
+        subscribed ??= s.anySubscription.get() === 1
+        if (subscribed) s.enqueueDeliveries.run(plant.id, payload, now, now)
         return { kind: 'created' }
       }
       const existing = toPlant(s.getPlant.get(plant.id) as Row)
@@ -86,8 +93,10 @@ function prepareOps(db: Database.Database) {
     },
     addSubscription: ({ subscription: sub }) => {
       s.insertSubscription.run(sub.id, sub.url, sub.secret, sub.createdAt.getTime())
+      subscribed = undefined
     },
     removeSubscription: ({ id }) => {
+      subscribed = undefined
       const removed = s.deleteSubscription.run(id).changes === 1
       if (removed) s.failSubscriptionDeliveries.run(id)
       return removed
@@ -117,7 +126,13 @@ function prepareOps(db: Database.Database) {
       s.recordAttempt.run(r.at.getTime(), r.status, r.error, status, retryAt, r.deliveryId, r.leaseOwner)
     },
   }
-  return (request: Request) => (run[request.op] as (op: WriteOp) => unknown)(request)
+  return {
+    execute: (request: Request) => (run[request.op] as (op: WriteOp) => unknown)(request),
+    /** Called at every BEGIN: what the previous transaction learnt may be stale now. */
+    forget: () => {
+      subscribed = undefined
+    },
+  }
 }
 
 function serve(port: NonNullable<typeof parentPort>, data: WriterData): void {
@@ -130,7 +145,7 @@ function serve(port: NonNullable<typeof parentPort>, data: WriterData): void {
     port.close()
     return
   }
-  const execute = prepareOps(db)
+  const { execute, forget } = prepareOps(db)
   const control = {
     begin: db.prepare('BEGIN IMMEDIATE'),
     commit: db.prepare('COMMIT'),
@@ -153,6 +168,7 @@ function serve(port: NonNullable<typeof parentPort>, data: WriterData): void {
     const results: WriteResult[] = []
     try {
       control.begin.run()
+      forget()
       try {
         for (const request of batch) {
           if (request.op === 'createPlant') {

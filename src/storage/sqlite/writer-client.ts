@@ -13,6 +13,14 @@ import {
   type WriterStats,
 } from './writer-protocol.js'
 
+/**
+ * The writer keeps no data of its own (rows live in SQLite's page cache), only the messages of a
+ * batch or two; V8's default young generation of up to 48 MiB per thread would be RSS for nothing.
+ * An old generation over its limit ends the thread, which the client reports as a 503 and
+ * restarts, so the limit is far above anything a batch of 256 writes needs.
+ */
+const WRITER_HEAP_LIMITS = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 64 }
+
 /** After the writer thread dies, how long writes are refused before a new one is started. */
 const RESTART_DELAY_MS = 1000
 
@@ -153,6 +161,7 @@ export class SqliteWriter {
     const data: WriterData = { options: this.options, stats: this.stats }
     const worker = new Worker(new URL('./sqlite-writer.js', import.meta.url), {
       workerData: data,
+      resourceLimits: WRITER_HEAP_LIMITS,
     })
     let onReady!: () => void
     let onFatal!: (error: Error) => void
