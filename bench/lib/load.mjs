@@ -9,6 +9,10 @@ export const SCENARIOS = {
   'create-rand': { title: 'POST /plants, new random 63-bit ids', creates: true },
   'get-id': { title: 'GET /plants/{id} of a stored plant (uniform over the stored ids)', reads: true },
   'list-100': { title: 'GET /plants?limit=100 (first page)', reads: true },
+  'list-after': {
+    title: 'GET /plants?limit=100&after={random stored id} (pages from random cursors: rarely cached)',
+    reads: true,
+  },
   'mix-90-10': {
     title: '90% GET /plants/{id}, 10% POST /plants (new sequential ids)',
     reads: true,
@@ -70,6 +74,19 @@ export function requestsFor(scenario, { token, readMax }) {
       ]
     case 'list-100':
       return [{ method: 'GET', path: '/plants?limit=100', headers: getHeaders }]
+    case 'list-after':
+      // Cursors stop 100 short of the end so that every page is full.
+      return [
+        {
+          method: 'GET',
+          path: '/plants?limit=100&after=0',
+          headers: getHeaders,
+          setupRequest: (request) => {
+            request.path = `/plants?limit=100&after=${Math.floor(Math.random() * Math.max(1, readMax - 100))}`
+            return request
+          },
+        },
+      ]
     case 'mix-90-10': {
       let count = 0
       return [
