@@ -4,6 +4,7 @@ import type { Config } from './config.js'
 import { ApiError } from './errors.js'
 import { installErrorHandler, sendError } from './http/error-handler.js'
 import { registerJsonBodyParser } from './http/json-body.js'
+import { lazyRequestLogger } from './http/lazy-request-logger.js'
 import { installRequestLogging, requestIdFrom } from './http/request-logging.js'
 import { installValidators } from './http/validators.js'
 import { registerOpenApi } from './openapi/document.js'
@@ -26,6 +27,7 @@ export async function buildApp(config: Config, storage: Storage): Promise<Fastif
     // One line per request, written by installRequestLogging, instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
+    childLoggerFactory: lazyRequestLogger,
     bodyLimit: config.bodyLimit,
     // A slow-loris client must not hold a socket: headers within headersTimeout, checked every second.
     http: { headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: 1000 },

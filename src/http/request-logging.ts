@@ -21,9 +21,12 @@ export function installRequestLogging(app: FastifyInstance): void {
   // At warn and above the line would be dropped anyway; skip building it.
   if (!(app.log as FastifyBaseLogger & { isLevelEnabled(level: string): boolean }).isLevelEnabled('info'))
     return
+  // Through the root logger with the id as a field, the same line a request's child would write,
+  // so that the request never needs its own child logger (see lazy-request-logger.ts).
   app.addHook('onResponse', (request, reply, done) => {
-    request.log.info(
+    app.log.info(
       {
+        reqId: request.id,
         method: request.method,
         route: request.routeOptions.url ?? null,
         url: request.url,
