@@ -116,7 +116,12 @@ export function evaluateTargets(results, rows) {
   ratioTarget(`Create (random ids), SQLite, ${sync}, empty store`, 'create-rand', 'sqlite-empty', 0.6)
   ratioTarget('Read by id, SQLite', 'get-id', 'sqlite-empty', 0.85)
   ratioTarget('List of 100, SQLite', 'list-100', 'sqlite-empty', 0.5)
-  ratioTarget('List of 100 from random cursors (pages rarely cached), SQLite', 'list-after', 'sqlite-empty', 0.5)
+  ratioTarget(
+    'List of 100 from random cursors (pages rarely cached), SQLite',
+    'list-after',
+    'sqlite-empty',
+    0.5,
+  )
 
   for (const store of ['sqlite', 'postgres']) {
     const big = row('create-rand', `${store}-big`)
