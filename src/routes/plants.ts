@@ -5,6 +5,7 @@ import type { TokenVerifier } from '../auth/token-verifier.js'
 import { ApiError } from '../errors.js'
 import { errorResponses } from '../schemas/error.js'
 import { type NewPlantBody, PlantIdParams } from '../schemas/plant.js'
+import { plantJson } from '../storage/plant-json.js'
 import type { Plant, Storage } from '../storage/storage.js'
 import { bodyId, textId } from './plant-ids.js'
 import { checkText } from './plant-text.js'
@@ -32,12 +33,6 @@ const ListQuery = Type.Object({
     Type.String({ minLength: 1, maxLength: 100, description: 'Only plants with exactly this tag.' }),
   ),
 })
-
-/** The webhook body and the stored record share one JSON text, with the id printed exactly. */
-export function newPlantJson(plant: Plant): string {
-  const tag = plant.tag === undefined ? '' : `,"tag":${JSON.stringify(plant.tag)}`
-  return `{"id":${plant.id},"name":${JSON.stringify(plant.name)}${tag}}`
-}
 
 const publicPlant = (plant: Plant) =>
   plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag }
@@ -83,7 +78,7 @@ export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: To
       checkText(body.tag, 'tag')
       const plant: Plant = { id: bodyId(body), name: body.name }
       if (body.tag !== undefined) plant.tag = body.tag
-      const outcome = await storage.createPlant(plant, newPlantJson(plant))
+      const outcome = await storage.createPlant(plant, plantJson(plant))
       if (outcome.kind === 'conflict') {
         const fields = ['name', 'tag'].filter(
           (field) => outcome.existing[field as 'name'] !== plant[field as 'name'],

@@ -21,10 +21,10 @@ export interface ListQuery {
 }
 
 /**
- * Reads come back as the JSON text the API sends, built by the database itself: turning rows
- * into objects (with BigInt ids) and serialising them again cost more than the query (see
- * docs/performance.md). The text is `{"id":<digits>,"name":"...","tag":"..."}`, with the id printed
- * exactly and `tag` left out when the plant has none; a page is an array of those.
+ * Reads come back as the JSON text the API sends (see plant-json.ts), so each adapter can produce
+ * it the cheapest way it has: SQLite builds it in SQL, because turning rows into objects with
+ * BigInt ids and serialising them again cost more than the query (see docs/performance.md);
+ * PostgreSQL sends rows and the adapter prints them. A page is an array of plants by id.
  */
 export interface PlantPage {
   json: string

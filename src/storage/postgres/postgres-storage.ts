@@ -11,6 +11,7 @@ import type {
   Subscription,
   TokenRecord,
 } from '../storage.js'
+import { plantJson } from '../plant-json.js'
 import { type CreateRequest, CreateBatcher } from './create-batcher.js'
 import { createPostgresClient, type PostgresOptions, toStoreError } from './connection.js'
 import { migratePostgres, type PgSql } from './migrations.js'
@@ -38,10 +39,6 @@ async function guard<T>(work: () => Promise<T>): Promise<T> {
 
 const toDate = (value: unknown): Date | null =>
   value === null || value === undefined ? null : (value as Date)
-
-/** A plant row as the API's JSON text (see PlantPage); to_json escapes exactly as JSON needs. */
-const PLANT_JSON = `'{"id":' || id || ',"name":' || to_json(name)::text ||
-  CASE WHEN tag IS NULL THEN '' ELSE ',"tag":' || to_json(tag)::text END || '}'`
 
 function toPlant(row: Row): Plant {
   const plant: Plant = { id: row.id as bigint, name: row.name as string }
@@ -179,35 +176,26 @@ export class PostgresStorage implements Storage {
   }
 
   async readPlantJson(id: bigint): Promise<string | undefined> {
-    const { sql } = this
-    const [row] = await guard(
-      () => sql`SELECT ${sql.unsafe(PLANT_JSON)} AS json FROM plants WHERE id = ${id}`,
-    )
-    return row?.json as string | undefined
+    const [row] = await guard(() => this.sql`SELECT id, name, tag FROM plants WHERE id = ${id}`)
+    return row ? plantJson(toPlant(row)) : undefined
   }
 
   /**
-   * One statement: it reads one plant past the page, numbered by row_number(), to learn whether a
-   * next page exists; the aggregates leave that plant out.
+   * Plain rows, one past the page to learn whether a next page exists, turned into JSON text
+   * here: measured with pgbench, having PostgreSQL build the text (to_json per row, string_agg)
+   * cost the server more than sending the rows and cost this process about as much.
    */
   async listPlantsJson(query: ListQuery): Promise<PlantPage> {
     const { sql } = this
     const { after, tag, limit } = query
-    const [row] = await guard(
-      () => sql`SELECT max(id) FILTER (WHERE n <= ${limit}) AS last, count(*) > ${limit} AS more,
-          '[' || coalesce(string_agg(plant, ',' ORDER BY id) FILTER (WHERE n <= ${limit}), '') || ']' AS json
-        FROM (
-          SELECT id, ${sql.unsafe(PLANT_JSON)} AS plant, row_number() OVER (ORDER BY id) AS n FROM plants
-          WHERE ${tag === undefined ? sql`TRUE` : sql`tag = ${tag}`}
-            AND ${after === undefined ? sql`TRUE` : sql`id > ${after}`}
-          ORDER BY id LIMIT ${limit + 1}
-        ) page`,
+    const rows = await guard(
+      () => sql`SELECT id, name, tag FROM plants
+        WHERE ${tag === undefined ? sql`TRUE` : sql`tag = ${tag}`}
+          AND ${after === undefined ? sql`TRUE` : sql`id > ${after}`}
+        ORDER BY id LIMIT ${limit + 1}`,
     )
-    return {
-      json: row?.json as string,
-      lastId: (row?.last as bigint | null) ?? undefined,
-      more: row?.more === true,
-    }
+    const page = rows.slice(0, limit).map(toPlant)
+    return { json: `[${page.map(plantJson).join(',')}]`, lastId: page.at(-1)?.id, more: rows.length > limit }
   }
 
   async deletePlant(id: bigint): Promise<boolean> {
