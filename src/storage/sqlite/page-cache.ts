@@ -1,12 +1,12 @@
 import type { PlantPage } from '../storage.js'
 
-/** Pages kept at most; past that the cache starts over (a cursor walk never revisits a page). */
+/** Pages kept at most (first pages of distinct limits and tags); past that it starts over. */
 const MAX_PAGES = 64
 /** And at most this many characters of JSON in all (a page of 1000 long names is ~300k). */
 const MAX_CHARS = 4_000_000
 
 /**
- * Listing pages as the store last built them, valid while the database file is unchanged. The
+ * First pages of listings as the store last built them, valid while the database file is unchanged. The
  * caller passes SQLite's `PRAGMA data_version` of its read connection, which changes whenever any
  * other connection (the writer thread, another process) commits: a cached page is therefore
  * never older than the last commit, and a client that got a 200 for a create sees it in the next

@@ -103,10 +103,13 @@ export class SqliteStorage implements Storage {
   async listPlantsJson(query: ListQuery): Promise<PlantPage> {
     const s = this.statements
     const { after, tag, limit } = query
-    const key = `${limit}/${after ?? ''}/${tag ?? ''}`
-    const version = s.dataVersion.get() as number
-    const cached = this.pages.get(key, version)
-    if (cached) return cached
+    // Only first pages are cached: every client starts there, while a page behind a cursor is
+    // read once per walk, and keeping those would only feed the garbage collector.
+    const key = after === undefined ? `${limit}/${tag ?? ''}` : undefined
+    if (key !== undefined) {
+      const cached = this.pages.get(key, s.dataVersion.get() as number)
+      if (cached) return cached
+    }
     let row: unknown
     if (tag === undefined) row = after === undefined ? s.listFirst.get(limit) : s.listAfter.get(after, limit)
     else row = after === undefined ? s.listTagFirst.get(tag, limit) : s.listTagAfter.get(tag, after, limit)
@@ -116,7 +119,7 @@ export class SqliteStorage implements Storage {
       Number(count) === limit &&
       (tag === undefined ? s.more.get(lastId) : s.tagMore.get(tag, lastId)) === 1
     const page = { json, lastId: lastId ?? undefined, more }
-    this.pages.set(key, page)
+    if (key !== undefined) this.pages.set(key, page)
     return page
   }
 
