@@ -3,10 +3,11 @@ import type { FastifyBaseLogger } from 'fastify'
 type Bindings = Parameters<FastifyBaseLogger['child']>[0]
 type ChildLoggerOptions = NonNullable<Parameters<FastifyBaseLogger['child']>[1]>
 
-type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
 type LogArgs = Parameters<FastifyBaseLogger['info']>
 
-const enabled = (logger: FastifyBaseLogger, level: string) =>
+/** pino's isLevelEnabled, which Fastify's logger type does not declare. */
+export const isLevelEnabled = (logger: FastifyBaseLogger, level: string): boolean =>
   (logger as FastifyBaseLogger & { isLevelEnabled(level: string): boolean }).isLevelEnabled(level)
 
 /**
@@ -39,9 +40,7 @@ class LazyRequestLogger {
   }
 
   isLevelEnabled(level: string): boolean {
-    return (this.logger as FastifyBaseLogger & { isLevelEnabled(level: string): boolean }).isLevelEnabled(
-      level,
-    )
+    return isLevelEnabled(this.options.level === undefined ? (this.real ?? this.parent) : this.logger, level)
   }
 
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
@@ -68,9 +67,9 @@ class LazyRequestLogger {
   }
   silent(): void {}
 
-  private log(level: Exclude<Level, 'silent'>, args: LogArgs): void {
+  private log(level: Level, args: LogArgs): void {
     // A line below the level would be dropped by the child too; no need to make one for it.
-    if (!this.real && this.options.level === undefined && !enabled(this.parent, level)) return
+    if (!this.real && this.options.level === undefined && !isLevelEnabled(this.parent, level)) return
     ;(this.logger[level] as (...args: LogArgs) => void)(...args)
   }
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
-import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
+import type { FastifyInstance } from 'fastify'
+import { isLevelEnabled } from './lazy-request-logger.js'
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
@@ -19,8 +20,7 @@ export function installRequestLogging(app: FastifyInstance): void {
     done()
   })
   // At warn and above the line would be dropped anyway; skip building it.
-  if (!(app.log as FastifyBaseLogger & { isLevelEnabled(level: string): boolean }).isLevelEnabled('info'))
-    return
+  if (!isLevelEnabled(app.log, 'info')) return
   // Through the root logger with the id as a field, the same line a request's child would write,
   // so that the request never needs its own child logger (see lazy-request-logger.ts).
   app.addHook('onResponse', (request, reply, done) => {

@@ -65,6 +65,21 @@ if (!url) {
 
   storageContract('postgres', () => openPostgresStorage(options), reset)
 
+  /** A fresh store and an admin connection on it, for one test; both closed afterwards. */
+  async function withStoreAndAdmin(
+    test: (store: Awaited<ReturnType<typeof openPostgresStorage>>, admin: postgres.Sql) => Promise<void>,
+  ): Promise<void> {
+    await reset()
+    const store = await openPostgresStorage(options)
+    const admin = postgres(databaseUrl, { max: 1, onnotice: () => {}, types: { bigint: postgres.BigInt } })
+    try {
+      await test(store, admin)
+    } finally {
+      await store.close()
+      await admin.end()
+    }
+  }
+
   describe('postgres adapter', () => {
     it('migrates each version exactly once when three instances start together', async () => {
       await reset()
@@ -143,11 +158,8 @@ if (!url) {
       }
     })
 
-    it('group-commits creates issued together, each with its own outcome, same ids in arrival order', async () => {
-      await reset()
-      const store = await openPostgresStorage(options)
-      const admin = postgres(databaseUrl, { max: 1, onnotice: () => {}, types: { bigint: postgres.BigInt } })
-      try {
+    it('group-commits creates issued together, each with its own outcome, same ids in arrival order', () =>
+      withStoreAndAdmin(async (store, admin) => {
         const ids = Array.from({ length: 200 }, (_, i) => BigInt(i) * 7919n - 2n ** 62n)
         const many = await Promise.all(ids.map((id) => store.createPlant(plant(id, `p${id}`), '{}')))
         assert.ok(many.every((o) => o.kind === 'created'))
@@ -176,17 +188,10 @@ if (!url) {
           { kind: 'created' },
           { kind: 'replayed' },
         ])
-      } finally {
-        await store.close()
-        await admin.end()
-      }
-    })
+      }))
 
-    it('answers every create of a batch whose statement fails with the error, and stores none', async () => {
-      await reset()
-      const store = await openPostgresStorage(options)
-      const admin = postgres(databaseUrl, { max: 1, onnotice: () => {}, types: { bigint: postgres.BigInt } })
-      try {
+    it('answers every create of a batch whose statement fails with the error, and stores none', () =>
+      withStoreAndAdmin(async (store, admin) => {
         await store.addSubscription({
           id: 'sub',
           url: 'https://example.test/h',
@@ -226,11 +231,7 @@ if (!url) {
           { kind: 'created' },
           'the next batch works',
         )
-      } finally {
-        await store.close()
-        await admin.end()
-      }
-    })
+      }))
 
     it('survives its connection being killed in the middle of a write', async () => {
       await reset()

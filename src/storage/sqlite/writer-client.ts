@@ -64,7 +64,7 @@ export class SqliteWriter {
   private diedAt = Number.NEGATIVE_INFINITY
   private lastDeath = ''
   private closing: Promise<void> | undefined
-  /** Writes issued in this turn of the event loop, posted to `outboxWorker` as one message. */
+  /** Writes not yet posted, bound for `outboxTarget` as one message (see enqueue). */
   private outbox: ToWriter[] = []
   private outboxTarget: Running | undefined
 
