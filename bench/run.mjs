@@ -60,6 +60,7 @@ const USAGE = `Usage: node bench/run.mjs [options]        (build first: npm run 
   --profile-seconds S   load per profile (default 5)
   --sqlite-sync MODE    full (fsync per commit, default) or normal
   --log-level LEVEL     the service's LOG_LEVEL (default warn; info logs one line per request)
+  --node-flags="FLAGS"  Node flags for the service instead of those of \`npm start\` (to compare them)
   --max-time S          watchdog: kill everything and exit 3 after S seconds (default: from the plan)
   --wait-idle S         first wait up to S seconds for the machine to be idle (3 x 2 s under 25% busy)
   --no-pin              do not pin load generator and servers to separate CPUs with taskset
@@ -87,6 +88,7 @@ function parseOptions() {
       'profile-seconds': { type: 'string' },
       'sqlite-sync': { type: 'string' },
       'log-level': { type: 'string' },
+      'node-flags': { type: 'string' },
       'max-time': { type: 'string' },
       'wait-idle': { type: 'string' },
       'no-pin': { type: 'boolean', default: false },
@@ -145,6 +147,7 @@ function parseOptions() {
     profileSeconds: number('profile-seconds', 5, 1, 120),
     sqliteSync: values['sqlite-sync'] ?? 'full',
     logLevel: values['log-level'] ?? 'warn',
+    nodeFlags: values['node-flags'],
     maxTime: values['max-time'] === undefined ? undefined : number('max-time', 0, 10, 86_400),
     waitIdle: number('wait-idle', 0, 0, 3600),
     pin: !values['no-pin'],
@@ -256,9 +259,11 @@ async function main() {
   service.cli = path.join(snapshotDir, 'dist', 'src', 'cli', 'main.js')
   const CLI = service.cli
   // The service runs with the Node flags `npm start` gives it (package.json), so the benchmark
-  // measures what users run.
+  // measures what users run, unless --node-flags names others.
   const startScript = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).scripts.start
-  const serviceNodeArgs = startScript.split(/\s+/).filter((word) => word.startsWith('--'))
+  const serviceNodeArgs = (options.nodeFlags ?? startScript)
+    .split(/\s+/)
+    .filter((word) => word.startsWith('--'))
 
   // How busy the machine is before we start: other work on it skews every number.
   const busyPercent = async (seconds) => {
@@ -552,6 +557,7 @@ async function main() {
     wallSeconds: (performance.now() - started) / 1000,
     prepareSeconds,
     options,
+    serviceNodeArgs,
     pinning,
     machine: { ...host, postgres: pg?.version },
     busyBeforePercent: idleCheck,

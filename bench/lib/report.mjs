@@ -202,7 +202,8 @@ export function markdown(results) {
   lines.push('')
   lines.push(
     `Run ${results.startedAt}: ${o.rounds} interleaved rounds of ${o.duration} s per target, ${o.connections} connections, ` +
-      `SQLITE_SYNC=${o.sqliteSync}, LOG_LEVEL=${o.logLevel}, ${results.pinning}. Wall time ${fixed(results.wallSeconds, 0)} s.`,
+      `SQLITE_SYNC=${o.sqliteSync}, LOG_LEVEL=${o.logLevel}, ` +
+      `service Node flags \`${results.serviceNodeArgs?.join(' ') || 'none'}\`, ${results.pinning}. Wall time ${fixed(results.wallSeconds, 0)} s.`,
   )
   lines.push('')
   lines.push(
