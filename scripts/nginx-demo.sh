@@ -25,6 +25,8 @@ set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd -P)"
 cli="$root/dist/src/cli/main.js"
+# The instances run with the Node flags `npm start` uses (heap sizing; see the README's "Memory").
+read -r -a node_flags <<<"$(node -p "require('$root/package.json').scripts.start.split(/\\s+/).filter((w) => w.startsWith('--')).join(' ')")"
 nginx_port="${NGINX_PORT:-8080}"
 read -r -a ports <<<"${INSTANCE_PORTS:-8081 8082 8083}"
 
@@ -94,7 +96,7 @@ node "$cli" migrate >&2
 for i in 0 1 2; do
   n=$((i + 1))
   PORT="${ports[$i]}" HOST=127.0.0.1 LOG_LEVEL="${LOG_LEVEL:-info}" \
-    node "$cli" serve >"$demo_dir/instance-$n.log" 2>&1 &
+    node "${node_flags[@]}" "$cli" serve >"$demo_dir/instance-$n.log" 2>&1 &
   pids+=("$!")
   echo "$!" >"$demo_dir/instance-$n.pid"
 done
