@@ -27,6 +27,7 @@ import {
   treeCpuSeconds,
   waitFor200,
 } from './lib/proc.mjs'
+import { startNodeFlags } from '../scripts/start-node-flags.mjs'
 import { summarizeProfile } from './lib/profile.mjs'
 import { evaluateTargets, formatCount, markdown, median, summarize } from './lib/report.mjs'
 import {
@@ -260,10 +261,8 @@ async function main() {
   const CLI = service.cli
   // The service runs with the Node flags `npm start` gives it (package.json), so the benchmark
   // measures what users run, unless --node-flags names others.
-  const startScript = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).scripts.start
-  const serviceNodeArgs = (options.nodeFlags ?? startScript)
-    .split(/\s+/)
-    .filter((word) => word.startsWith('--'))
+  const serviceNodeArgs =
+    options.nodeFlags?.split(/\s+/).filter((word) => word.startsWith('--')) ?? startNodeFlags()
 
   // How busy the machine is before we start: other work on it skews every number.
   const busyPercent = async (seconds) => {

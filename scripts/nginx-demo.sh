@@ -26,7 +26,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd -P)"
 cli="$root/dist/src/cli/main.js"
 # The instances run with the Node flags `npm start` uses (heap sizing; see the README's "Memory").
-read -r -a node_flags <<<"$(node -p "require('$root/package.json').scripts.start.split(/\\s+/).filter((w) => w.startsWith('--')).join(' ')")"
+read -r -a node_flags <<<"$(node "$root/scripts/start-node-flags.mjs")"
 nginx_port="${NGINX_PORT:-8080}"
 read -r -a ports <<<"${INSTANCE_PORTS:-8081 8082 8083}"
 
