@@ -13,6 +13,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
+import type { SyncFile } from '../../src/storage/sqlite/group-commit.js'
 import { type SqliteOptions, SqliteStorage } from '../../src/storage/sqlite/sqlite-storage.js'
 import { type CreateOutcome, StoreUnavailableError } from '../../src/storage/storage.js'
 import { at, create, payloadOf, plant, readPlant } from './fixtures.js'
@@ -22,8 +23,8 @@ let dir: string
 let file: string
 const stores: SqliteStorage[] = []
 
-function open(options: Partial<SqliteOptions> = {}): SqliteStorage {
-  const store = new SqliteStorage({ path: file, synchronous: 'full', ...options })
+function open(options: Partial<SqliteOptions> = {}, syncFile?: SyncFile): SqliteStorage {
+  const store = new SqliteStorage({ path: file, synchronous: 'full', ...options }, syncFile)
   stores.push(store)
   return store
 }
@@ -231,25 +232,74 @@ describe('sqlite group commit', () => {
     await assert.rejects(create(store, plant(999n, 'after close')))
   })
 
-  it('rejects writes sent to a writer thread that died, reports unhealthy, then restarts', async () => {
-    const store = open()
-    await store.ping()
-    // Killed while idle: terminating a thread inside a SQLite call would abort the process (see
-    // SqliteWriter.terminate). The writes below reach a thread that is gone, as after a crash.
-    const dead = store.writer.terminate()
-    const pending = Promise.allSettled([create(store, plant(1n, 'a')), create(store, plant(2n, 'b'))])
-    await dead
-    for (const result of await pending) {
-      assert.equal(result.status, 'rejected', 'a write of a dead writer never hangs')
+  it('answers a batch only after the WAL sync, and reads meanwhile show the last durable state', async () => {
+    const synced: Array<() => void> = []
+    const gated: SyncFile = (fd, done) => synced.push(() => fs.fdatasync(fd, done))
+    const store = open({}, gated)
+    let answered = false
+    const pending = create(store, plant(1n, 'syncing')).then((outcome) => {
+      answered = true
+      return outcome
+    })
+    await until(() => synced.length === 1)
+    assert.deepEqual(storedIds([1n]), [1n], 'committed to the file')
+    await sleep(20)
+    assert.equal(answered, false, 'not answered before its sync returned')
+    assert.equal(await readPlant(store, 1n), undefined, 'not shown to readers before it is durable')
+    const list = await store.listPlantsJson({ limit: 10 })
+    assert.equal(list.json, '[]')
+    synced.shift()?.()
+    assert.deepEqual(await pending, { kind: 'created' })
+    assert.deepEqual(await readPlant(store, 1n), plant(1n, 'syncing'))
+    assert.match(
+      (await store.listPlantsJson({ limit: 10 })).json,
+      /"syncing"/,
+      'the cached first page moved on',
+    )
+  })
+
+  it('refuses every write after a failed WAL sync and reports unhealthy, without hanging', async () => {
+    let fail = false
+    const flaky: SyncFile = (fd, done) => {
+      if (!fail) return fs.fdatasync(fd, done)
+      const error: NodeJS.ErrnoException = new Error('EIO: i/o error, fdatasync')
+      error.code = 'EIO'
+      setImmediate(() => done(error))
+    }
+    const store = open({}, flaky)
+    assert.equal((await create(store, plant(1n, 'before'))).kind, 'created')
+    fail = true
+    const results = await Promise.allSettled([create(store, plant(2n, 'a')), create(store, plant(3n, 'b'))])
+    for (const result of results) {
+      assert.equal(result.status, 'rejected', 'a write whose sync failed is never acknowledged')
       const reason = (result as PromiseRejectedResult).reason
       assert.ok(reason instanceof StoreUnavailableError)
-      assert.match(reason.message, /writer stopped/)
+      assert.match(reason.message, /could not be synced \(EIO/)
     }
-    assert.deepEqual(storedIds([1n, 2n]), [])
-    await assert.rejects(store.ping(), StoreUnavailableError, 'unhealthy while it may not restart')
-    await sleep(1100)
-    await store.ping()
-    assert.deepEqual(await create(store, plant(1n, 'a')), { kind: 'created' })
-    assert.equal(store.stats().restarts, 1)
+    assert.equal(await readPlant(store, 2n), undefined, 'reads stay on the last durable state')
+    assert.deepEqual(await readPlant(store, 1n), plant(1n, 'before'))
+    await assert.rejects(create(store, plant(4n, 'later')), StoreUnavailableError)
+    await assert.rejects(store.ping(), StoreUnavailableError)
+  })
+
+  it('checkpoints in its own thread and reuses the WAL from its start under steady writes', async () => {
+    const store = open()
+    let next = 0n
+    const writer = async () => {
+      for (let i = 0; i < 800; i++) await create(store, plant(next++, 'steady'))
+    }
+    // Four writers: batches of at most four, so at least 800 commits, each appending a frame or
+    // more (two here: the table's leaf and the page that counts the file's changes).
+    await Promise.all(Array.from({ length: 4 }, writer))
+    const stats = store.stats()
+    assert.equal(stats.requestsCommitted, 3200)
+    assert.ok(stats.batchesCommitted >= 800, `${stats.batchesCommitted} commits`)
+    assert.ok(stats.checkpoints >= 4, `${stats.checkpoints} checkpoints`)
+    const frame = 24 + 4096
+    const wal = fs.statSync(`${file}-wal`).size
+    assert.ok(
+      wal < (stats.batchesCommitted / 2) * frame,
+      `WAL of ${wal} bytes after ${JSON.stringify(stats)}`,
+    )
   })
 })

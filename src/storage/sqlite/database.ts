@@ -1,7 +1,6 @@
 /**
- * What both SQLite connections share: opening the file with the right pragmas, migrations, and
- * turning rows into port values. The main thread's connection (reads) and the writer thread's
- * connection (every write) both open through here.
+ * What the SQLite connections share: opening the file with the right pragmas, migrations, and
+ * turning rows into port values.
  */
 import fs from 'node:fs'
 import path from 'node:path'
@@ -25,19 +24,23 @@ export const DEFAULT_BUSY_TIMEOUT_MS = 5000
 export const DEFAULT_MAX_BATCH = 256
 
 /**
- * Per-connection settings. Page caches: better-sqlite3 defaults to 16 MiB per connection; the two
- * connections together stay within that (RSS budget), which still keeps the B-tree interior pages
- * of a 10M-plant table and its tag index (about 3 MiB) hot; leaves of random ids would miss any
- * cache of this size and come from the OS page cache. Checkpoints run inside the COMMIT that
- * crosses the threshold and each fsyncs the WAL and the database file. Measured with 64 writers
- * and synchronous=FULL: at SQLite's default of 1000 pages they roughly halved create throughput on
- * a 10M store; at 4000 pages (a WAL of about 16 MiB) creates ran 1.3-1.5x faster on both an empty
- * and a 10M store, at the price of a longer pause (p99) whenever one runs on a big store; 10000
- * pages gained little more and paused longer.
+ * The three connections of a store, all in WAL mode. Page caches: better-sqlite3 defaults to
+ * 16 MiB per connection; together they stay within that (RSS budget), which still keeps the
+ * B-tree interior pages of a 10M-plant table and its tag index (about 3 MiB) hot.
+ *
+ * - `main` reads, and migrates on open.
+ * - `writer` makes every write, on the main thread (`group-commit.ts`). SQLite itself never
+ *   syncs on it (`synchronous = OFF`) and it never checkpoints: the group-commit writer syncs
+ *   the WAL off the event loop after each commit and answers only then, and the checkpointer
+ *   does the checkpoints. Its busy timeout is 0 because SQLite's busy handler would sleep on the
+ *   event loop; the writer retries a locked BEGIN with timers instead.
+ * - `checkpointer` copies the WAL into the database file in a thread of its own, with the
+ *   store's durability level, so SQLite syncs the WAL before and the database file after.
  */
 const ROLES = {
-  main: { migrate: true, cacheKiB: 4096, autocheckpointPages: 1000 },
-  writer: { migrate: false, cacheKiB: 8192, autocheckpointPages: 4000 },
+  main: { migrate: true, cacheKiB: 4096, autocheckpointPages: 1000, syncOff: false, busy: true },
+  writer: { migrate: false, cacheKiB: 8192, autocheckpointPages: 0, syncOff: true, busy: false },
+  checkpointer: { migrate: false, cacheKiB: 512, autocheckpointPages: 0, syncOff: false, busy: true },
 } as const
 
 const toDate = (value: unknown): Date | null =>
@@ -105,8 +108,8 @@ export function migrateSqlite(db: Database.Database): number[] {
 }
 
 /**
- * Opens the file (creating its folder), sets WAL and the durability level. The `main` connection
- * (reads) migrates; the `writer` thread opens a file that connection has already migrated.
+ * Opens the file (creating its folder), sets WAL and the durability level of `role` (see ROLES).
+ * The `main` connection migrates; the others open a file it has already migrated.
  */
 export function openSqliteDatabase(
   options: SqliteOptions,
@@ -117,8 +120,9 @@ export function openSqliteDatabase(
   const db = new Database(options.path)
   try {
     db.pragma('journal_mode = WAL')
-    db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`)
-    db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS}`)
+    const level = settings.syncOff ? 'OFF' : options.synchronous === 'full' ? 'FULL' : 'NORMAL'
+    db.pragma(`synchronous = ${level}`)
+    db.pragma(`busy_timeout = ${settings.busy ? (options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS) : 0}`)
     db.pragma(`cache_size = -${settings.cacheKiB}`)
     db.pragma(`wal_autocheckpoint = ${settings.autocheckpointPages}`)
     if (settings.migrate) migrateSqlite(db)

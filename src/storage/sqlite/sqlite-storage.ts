@@ -13,21 +13,19 @@ import type {
   TokenRecord,
 } from '../storage.js'
 import { openSqliteDatabase, type Row, type SqliteOptions, toDelivery, toToken } from './database.js'
+import { GroupCommitWriter, type SyncFile, type WriterStats } from './group-commit.js'
 import { PageCache } from './page-cache.js'
-import { SqliteWriter } from './writer-client.js'
-import type { WriterStats } from './writer-protocol.js'
 
 export { migrateSqlite, openSqliteDatabase, type SqliteOptions } from './database.js'
-export type { WriterStats } from './writer-protocol.js'
+export type { WriterStats } from './group-commit.js'
 
 /**
- * The embedded store, on one SQLite file in WAL mode with two connections. Reads run on this
- * thread's connection. Every write goes to the writer thread (`sqlite-writer.ts`), which
- * group-commits: creates that arrive together share one transaction and one fsync, and each is
- * answered only once that commit is durable. Keeping all writes there means this thread never
- * waits for the write lock (WAL lets reads go on during a commit), so the event loop stays free
- * and two writers of one process can never contend; other processes on the file are waited for
- * up to the busy timeout.
+ * The embedded store, on one SQLite file in WAL mode. Reads run on this thread's read connection.
+ * Every write goes through the group-commit writer (`group-commit.ts`): writes that arrive
+ * together share one transaction and one fsync, which runs off the event loop, and each is
+ * answered only once its commit is durable. Until then the read connection stays on the last
+ * durable snapshot, so no read shows what no client has been told is stored. Checkpoints run in a
+ * thread of their own (`checkpointer.ts`).
  */
 /** A plant row as the API's JSON text (see PlantPage): integer ids print exactly in SQLite. */
 const PLANT_JSON = `'{"id":' || id || ',"name":' || json_quote(name) ||
@@ -55,18 +53,16 @@ export const listPlantsSql = {
 
 export class SqliteStorage implements Storage {
   readonly kind = 'sqlite'
-  /** The writer thread; `writer.counters()` shows how writes were batched. */
-  readonly writer: SqliteWriter
+  private readonly writer: GroupCommitWriter
   private readonly db: Database.Database
   private readonly statements
   private readonly pages = new PageCache()
 
-  constructor(options: SqliteOptions) {
+  /** `syncFile` replaces fdatasync, for tests of a failing disk. */
+  constructor(options: SqliteOptions, syncFile?: SyncFile) {
     this.db = openSqliteDatabase(options)
-    // Started now so it is ready by the first write; the file is migrated already.
-    this.writer = new SqliteWriter(options)
-    this.writer.start().catch(() => {})
     const db = this.db
+    this.writer = new GroupCommitWriter(options, this.snapshotHold(), syncFile)
     const exact = (sql: string) => db.prepare(sql).safeIntegers(true)
     this.statements = {
       plantJson: db.prepare(`SELECT ${PLANT_JSON} FROM plants WHERE id = ?`).pluck(),
@@ -87,9 +83,31 @@ export class SqliteStorage implements Storage {
     }
   }
 
-  /** Counters of the writer thread: batches begun, committed and failed, and their sizes. */
+  /** Counters of the writer: batches begun, committed and failed, their sizes, checkpoints. */
   stats(): WriterStats {
-    return this.writer.counters()
+    return this.writer.stats()
+  }
+
+  /**
+   * Holds this connection in a read transaction begun before the writer's COMMIT, so its reads
+   * keep seeing the last durable state until the WAL sync returns. In WAL mode a read
+   * transaction's snapshot is fixed by its first read.
+   */
+  private snapshotHold() {
+    const db = this.db
+    const begin = db.prepare('BEGIN')
+    const firstRead = db.prepare('SELECT count(*) FROM schema_migrations')
+    const end = db.prepare('COMMIT')
+    return {
+      hold: () => {
+        if (db.inTransaction) return
+        begin.run()
+        firstRead.get()
+      },
+      release: () => {
+        if (db.inTransaction) end.run()
+      },
+    }
   }
 
   createPlant(plant: Plant, payload: string): Promise<CreateOutcome> {
@@ -189,13 +207,13 @@ export class SqliteStorage implements Storage {
     return rows.map(toDelivery)
   }
 
-  /** Healthy when the file answers a query and the writer thread is up (or could be started). */
+  /** Healthy when the file answers a query and the writer takes writes. */
   async ping(): Promise<void> {
     this.statements.ping.get()
-    await this.writer.start()
+    this.writer.check()
   }
 
-  /** Finishes every write already accepted, stops the writer, then closes the read connection. */
+  /** Finishes every write already accepted, closes the writer, then the read connection. */
   async close(): Promise<void> {
     await this.writer.close()
     if (this.db.open) this.db.close()

@@ -1,28 +1,31 @@
 /**
- * The writer thread: the one place a SqliteStorage writes. It runs in a worker so the event loop
- * stays free while a commit waits for fsync, and it group-commits: every request that has
- * arrived by the time a batch starts shares one transaction and one fsync, and all of them are
- * answered only after COMMIT returned. If anything in the batch fails, it is rolled back and
- * every request in it is answered with that error, so none of them is stored.
+ * Every write the SQLite store makes, as statements prepared once on the write connection. The
+ * group-commit writer (`group-commit.ts`) runs them inside its batch transactions.
  */
-import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads'
 import type Database from 'better-sqlite3'
-import type { CreateOutcome } from '../storage.js'
-import { DEFAULT_MAX_BATCH, openSqliteDatabase, type Row, toPlant } from './database.js'
-import {
-  type FromWriter,
-  serializeError,
-  statIndex,
-  type ToWriter,
-  type WriteOp,
-  type WriteResult,
-  type WriterData,
-  type WriterStats,
-} from './writer-protocol.js'
+import type {
+  AttemptResult,
+  ClaimRequest,
+  CreateOutcome,
+  Plant,
+  Subscription,
+  TokenRecord,
+} from '../storage.js'
+import { type Row, toPlant } from './database.js'
 
-type Request = WriteOp & { seq: number }
+/** One write, as the writer runs it. */
+export type WriteOp =
+  | { op: 'createPlant'; plant: Plant; payload: string }
+  | { op: 'deletePlant'; id: bigint }
+  | { op: 'createToken'; token: TokenRecord }
+  | { op: 'revokeToken'; id: string; at: number }
+  | { op: 'touchToken'; id: string; at: number }
+  | { op: 'addSubscription'; subscription: Subscription }
+  | { op: 'removeSubscription'; id: string }
+  | { op: 'claimDeliveries'; request: ClaimRequest }
+  | { op: 'recordAttempt'; result: AttemptResult }
 
-function prepareOps(db: Database.Database) {
+export function prepareWriteOps(db: Database.Database) {
   const exact = (sql: string) => db.prepare(sql).safeIntegers(true)
   const s = {
     insertPlant: exact(
@@ -127,125 +130,10 @@ function prepareOps(db: Database.Database) {
     },
   }
   return {
-    execute: (request: Request) => (run[request.op] as (op: WriteOp) => unknown)(request),
+    execute: (op: WriteOp) => (run[op.op] as (op: WriteOp) => unknown)(op),
     /** Called at every BEGIN: what the previous transaction learnt may be stale now. */
     forget: () => {
       subscribed = undefined
     },
   }
 }
-
-function serve(port: NonNullable<typeof parentPort>, data: WriterData): void {
-  const post = (message: FromWriter) => port.postMessage(message)
-  let db: Database.Database
-  try {
-    db = openSqliteDatabase(data.options, 'writer')
-  } catch (error) {
-    post({ type: 'fatal', error: serializeError(error) })
-    port.close()
-    return
-  }
-  const { execute, forget } = prepareOps(db)
-  const control = {
-    begin: db.prepare('BEGIN IMMEDIATE'),
-    commit: db.prepare('COMMIT'),
-    rollback: db.prepare('ROLLBACK'),
-    savepoint: db.prepare('SAVEPOINT op'),
-    release: db.prepare('RELEASE op'),
-    rollbackTo: db.prepare('ROLLBACK TO op'),
-  }
-  const stats = new BigInt64Array(data.stats)
-  const count = (key: keyof WriterStats, by = 1) => Atomics.add(stats, statIndex(key), BigInt(by))
-  const maxBatch = data.options.maxBatch ?? DEFAULT_MAX_BATCH
-
-  /**
-   * A create that fails fails its whole batch (the rule the HTTP contract relies on). Any other
-   * write runs under a savepoint, so its own expected failure (a duplicate token id, say) is
-   * answered to it alone and does not take unrelated creates down with it.
-   */
-  function runBatch(batch: Request[]): WriteResult[] {
-    count('batchesStarted')
-    const results: WriteResult[] = []
-    try {
-      control.begin.run()
-      forget()
-      try {
-        for (const request of batch) {
-          if (request.op === 'createPlant') {
-            results.push({ seq: request.seq, ok: true, value: execute(request) })
-            continue
-          }
-          control.savepoint.run()
-          try {
-            results.push({ seq: request.seq, ok: true, value: execute(request) })
-            control.release.run()
-          } catch (error) {
-            // SQLite rolls the whole transaction back itself after I/O or full-disk errors.
-            if (!db.inTransaction) throw error
-            control.rollbackTo.run()
-            control.release.run()
-            results.push({ seq: request.seq, ok: false, error: serializeError(error) })
-          }
-        }
-        control.commit.run()
-      } catch (error) {
-        if (db.inTransaction) control.rollback.run()
-        throw error
-      }
-    } catch (error) {
-      count('batchesFailed')
-      const failure = serializeError(error)
-      return batch.map((request) => ({ seq: request.seq, ok: false, error: failure }))
-    }
-    count('batchesCommitted')
-    count('requestsCommitted', batch.length)
-    const largest = statIndex('largestBatch')
-    if (BigInt(batch.length) > Atomics.load(stats, largest))
-      Atomics.store(stats, largest, BigInt(batch.length))
-    return results
-  }
-
-  const queue: ToWriter[] = []
-  let scheduled = false
-  let closing = false
-
-  // One batch per turn of the event loop: messages that arrived while the previous batch was
-  // syncing are delivered before the next turn's flush, and receiveMessageOnPort takes any
-  // that came after, so a batch holds everything waiting (up to maxBatch).
-  function flush(): void {
-    scheduled = false
-    for (let next = receiveMessageOnPort(port); next; next = receiveMessageOnPort(port)) {
-      accept(next.message as ToWriter | ToWriter[])
-      if (queue.length >= maxBatch) break
-    }
-    const batch: Request[] = []
-    while (batch.length < maxBatch && queue.length > 0 && queue[0]?.op !== 'close')
-      batch.push(queue.shift() as Request)
-    if (batch.length > 0) post({ type: 'results', results: runBatch(batch) })
-    if (queue[0]?.op === 'close') {
-      closing = true
-      db.close()
-      port.close()
-      return
-    }
-    if (queue.length > 0) schedule()
-  }
-  const schedule = () => {
-    if (scheduled || closing) return
-    scheduled = true
-    setImmediate(flush)
-  }
-
-  // The client posts the writes of one of its event-loop turns as an array.
-  const accept = (message: ToWriter | ToWriter[]) => {
-    if (Array.isArray(message)) queue.push(...message)
-    else queue.push(message)
-  }
-  port.on('message', (message: ToWriter | ToWriter[]) => {
-    accept(message)
-    schedule()
-  })
-  post({ type: 'ready' })
-}
-
-if (parentPort) serve(parentPort, workerData as WriterData)

@@ -1,0 +1,349 @@
+/**
+ * Group commit for the SQLite store, on the main thread: every write that has arrived by the time
+ * a batch starts shares one transaction, and the WAL is then synced once for all of them on
+ * libuv's thread pool, so the event loop goes on serving while the disk syncs. Every request of
+ * a batch is answered only after that sync (power-loss durability, `synchronous: 'full'`), or
+ * right after COMMIT in `normal` mode (crash durability: the WAL is in the OS's page cache).
+ *
+ * Why not SQLite's own `synchronous = FULL`: its fsync runs inside COMMIT, which would block the
+ * event loop, and running the whole writer in a worker thread cost more CPU per create (structured
+ * clones and thread wake-ups both ways, on a core the HTTP work shares) than the writes themselves.
+ * Here SQLite never syncs the writer's connection; what makes that safe:
+ * - a request is answered only after fdatasync of the WAL returned, which covers every frame of
+ *   its transaction and of all before it (frames are checksummed in a chain, so recovery never
+ *   replays part of a transaction);
+ * - checkpoints never run on this connection: the checkpointer thread runs them with the store's
+ *   level, which syncs the WAL before copying and the database file before the WAL is reused;
+ * - the read connection is held on the last durable snapshot while a commit awaits its sync, so a
+ *   read never shows a plant whose create has not been answered (see `SnapshotHold`);
+ * - the directory is synced once the WAL exists, so the file itself survives a power cut.
+ */
+import fs from 'node:fs'
+import path from 'node:path'
+import type Database from 'better-sqlite3'
+import { StoreUnavailableError } from '../storage.js'
+import { Checkpointer } from './checkpointer.js'
+import {
+  DEFAULT_BUSY_TIMEOUT_MS,
+  DEFAULT_MAX_BATCH,
+  openSqliteDatabase,
+  type SqliteOptions,
+} from './database.js'
+import { prepareWriteOps, type WriteOp } from './write-ops.js'
+
+/** Counters of the writer since this store was opened, for tests and operators. */
+export interface WriterStats {
+  /** Transactions begun (one per batch). */
+  batchesStarted: number
+  batchesCommitted: number
+  /** Batches rolled back; every request in them was answered with the error. */
+  batchesFailed: number
+  /** Requests in committed batches. */
+  requestsCommitted: number
+  largestBatch: number
+  /** Checkpoints the checkpointer thread finished. */
+  checkpoints: number
+}
+
+/** Keeps the read connection on durable data: `hold` before a commit, `release` once synced. */
+export interface SnapshotHold {
+  hold(): void
+  release(): void
+}
+
+/** How the WAL is synced; a test replaces it to make a sync fail. */
+export type SyncFile = (fd: number, done: (error: NodeJS.ErrnoException | null) => void) => void
+
+/**
+ * Commits after which the checkpointer copies the WAL into the database file, while writes go on.
+ * SQLite reuses the WAL from its start only when a transaction begins with every frame copied,
+ * which a busy writer would never allow; so writes then wait for one more checkpoint (RESTART) of
+ * the few frames committed meanwhile. Overwriting a WAL of a few hundred frames keeps each fsync cheap;
+ * appending to an ever longer one makes every sync update the file's size as well.
+ */
+const CHECKPOINT_EVERY_COMMITS = 100
+/** Pauses between tries of a BEGIN that another process's write lock refused. */
+const LOCK_RETRY_MS = [1, 2, 5, 10, 20, 50] as const
+
+interface Queued {
+  op: WriteOp
+  resolve: (value: unknown) => void
+  reject: (error: Error) => void
+}
+
+type Outcome = { ok: true; value: unknown } | { ok: false; error: Error }
+
+/** SQLite's lock errors are a 503 to retry; any other error keeps its class and code. */
+function storeError(error: unknown): Error {
+  const code = (error as { code?: unknown }).code
+  if (typeof code === 'string' && code.startsWith('SQLITE_BUSY'))
+    return new StoreUnavailableError(`SQLite is busy: ${(error as Error).message}`)
+  return error instanceof Error ? error : new Error(String(error))
+}
+
+export class GroupCommitWriter {
+  private readonly db: Database.Database
+  private readonly ops
+  private readonly control
+  private readonly walFd: number | undefined
+  private readonly checkpointer: Checkpointer
+  private readonly maxBatch: number
+  private readonly busyTimeoutMs: number
+  private readonly counters: WriterStats = {
+    batchesStarted: 0,
+    batchesCommitted: 0,
+    batchesFailed: 0,
+    requestsCommitted: 0,
+    largestBatch: 0,
+    checkpoints: 0,
+  }
+  private queue: Queued[] = []
+  private scheduled = false
+  /** A batch is between BEGIN (or waiting for the lock) and its answers. */
+  private active = false
+  /** Writes wait for a checkpoint that lets the WAL start over (see CHECKPOINT_EVERY_COMMITS). */
+  private waitingForCheckpoint = false
+  private commitsSinceCheckpoint = 0
+  /** Set once a sync failed: what was committed since may not be on disk, so nothing is trusted. */
+  private broken: StoreUnavailableError | undefined
+  private closing: Promise<void> | undefined
+  private drained: (() => void) | undefined
+
+  constructor(
+    options: SqliteOptions,
+    private readonly snapshot: SnapshotHold,
+    private readonly syncFile: SyncFile = fs.fdatasync,
+  ) {
+    this.maxBatch = options.maxBatch ?? DEFAULT_MAX_BATCH
+    this.busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS
+    this.db = openSqliteDatabase(options, 'writer')
+    this.ops = prepareWriteOps(this.db)
+    const db = this.db
+    this.control = {
+      begin: db.prepare('BEGIN IMMEDIATE'),
+      commit: db.prepare('COMMIT'),
+      rollback: db.prepare('ROLLBACK'),
+      savepoint: db.prepare('SAVEPOINT op'),
+      release: db.prepare('RELEASE op'),
+      rollbackTo: db.prepare('ROLLBACK TO op'),
+    }
+    if (options.synchronous === 'full') this.walFd = openWal(db, options.path)
+    this.checkpointer = new Checkpointer({ path: options.path, synchronous: options.synchronous })
+    this.checkpointer.start()
+  }
+
+  /** Runs one write in the next group commit; resolves with its result once it is durable. */
+  write<T>(op: WriteOp): Promise<T> {
+    const refused = this.refusal()
+    if (refused) return Promise.reject(refused)
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ op, resolve: resolve as (value: unknown) => void, reject })
+      this.schedule()
+    })
+  }
+
+  /** Throws why writes are refused, if they are. */
+  check(): void {
+    const refused = this.refusal()
+    if (refused) throw refused
+  }
+
+  stats(): WriterStats {
+    return { ...this.counters }
+  }
+
+  /**
+   * Finishes every write already accepted, then closes the connection; later writes are refused.
+   * The connection is switched to FULL first: were it the last one on the file, closing would
+   * checkpoint, and that checkpoint must sync.
+   */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      if (this.active || this.queue.length > 0) await new Promise<void>((resolve) => (this.drained = resolve))
+      this.db.pragma('synchronous = FULL')
+      this.db.close()
+      if (this.walFd !== undefined) fs.closeSync(this.walFd)
+      await this.checkpointer.close()
+    })()
+    return this.closing
+  }
+
+  private refusal(): Error | undefined {
+    if (this.broken) return this.broken
+    if (this.closing) return new Error('the SQLite store is closed')
+    return undefined
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.active || this.waitingForCheckpoint || this.queue.length === 0) return
+    this.scheduled = true
+    // One batch per turn of the event loop: everything that arrived in this turn's I/O joins it.
+    setImmediate(() => {
+      this.scheduled = false
+      this.startBatch()
+    })
+  }
+
+  private startBatch(): void {
+    if (this.active || this.waitingForCheckpoint || this.queue.length === 0) return
+    const batch = this.queue.length <= this.maxBatch ? this.queue : this.queue.slice(0, this.maxBatch)
+    this.queue = this.queue.length <= this.maxBatch ? [] : this.queue.slice(this.maxBatch)
+    this.active = true
+    this.counters.batchesStarted++
+    this.begin(batch, Date.now(), 0)
+  }
+
+  /** BEGIN IMMEDIATE, retried on timers while another process holds the write lock. */
+  private begin(batch: Queued[], since: number, tries: number): void {
+    try {
+      this.control.begin.run()
+    } catch (error) {
+      const code = (error as { code?: unknown }).code
+      const busy = typeof code === 'string' && code.startsWith('SQLITE_BUSY')
+      if (busy && Date.now() - since < this.busyTimeoutMs) {
+        const pause = LOCK_RETRY_MS[Math.min(tries, LOCK_RETRY_MS.length - 1)]
+        setTimeout(() => this.begin(batch, since, tries + 1), pause)
+        return
+      }
+      this.fail(batch, storeError(error))
+      return
+    }
+    this.runAndCommit(batch)
+  }
+
+  /**
+   * A create that fails fails its whole batch (the rule the HTTP contract relies on). Any other
+   * write runs under a savepoint, so its own expected failure (a duplicate token id, say) is
+   * answered to it alone and does not take unrelated creates down with it.
+   */
+  private runAndCommit(batch: Queued[]): void {
+    const { control, db } = this
+    const outcomes: Outcome[] = []
+    try {
+      this.ops.forget()
+      for (const { op } of batch) {
+        if (op.op === 'createPlant') {
+          outcomes.push({ ok: true, value: this.ops.execute(op) })
+          continue
+        }
+        control.savepoint.run()
+        try {
+          outcomes.push({ ok: true, value: this.ops.execute(op) })
+          control.release.run()
+        } catch (error) {
+          // SQLite rolls the whole transaction back itself after I/O or full-disk errors.
+          if (!db.inTransaction) throw error
+          control.rollbackTo.run()
+          control.release.run()
+          outcomes.push({ ok: false, error: storeError(error) })
+        }
+      }
+      if (this.walFd !== undefined) this.snapshot.hold()
+      control.commit.run()
+    } catch (error) {
+      if (db.inTransaction) control.rollback.run()
+      if (this.walFd !== undefined) this.snapshot.release()
+      this.fail(batch, storeError(error))
+      return
+    }
+    this.counters.batchesCommitted++
+    this.counters.requestsCommitted += batch.length
+    this.counters.largestBatch = Math.max(this.counters.largestBatch, batch.length)
+    if (this.walFd === undefined) {
+      this.answer(batch, outcomes)
+      return
+    }
+    this.syncFile(this.walFd, (error) => {
+      if (error) {
+        this.broke(error, batch)
+        return
+      }
+      this.snapshot.release()
+      this.answer(batch, outcomes)
+    })
+  }
+
+  private answer(batch: Queued[], outcomes: Outcome[]): void {
+    for (const [i, request] of batch.entries()) {
+      const outcome = outcomes[i] as Outcome
+      if (outcome.ok) request.resolve(outcome.value)
+      else request.reject(outcome.error)
+    }
+    this.batchDone()
+  }
+
+  private fail(batch: Queued[], error: Error): void {
+    this.counters.batchesFailed++
+    for (const request of batch) request.reject(error)
+    this.batchDone()
+  }
+
+  /**
+   * A failed fsync may have dropped pages the kernel then forgets about (a later fsync can
+   * succeed without them), so nothing committed since the last good sync can be vouched for: the
+   * store refuses writes until the process restarts and SQLite recovers the WAL from the disk.
+   */
+  private broke(error: Error, batch: Queued[]): void {
+    this.broken = new StoreUnavailableError(
+      `the SQLite WAL could not be synced (${error.message}); restart the service to recover`,
+      { cause: error },
+    )
+    // The read connection stays on the last snapshot known to be durable.
+    const waiting = this.queue
+    this.queue = []
+    this.fail([...batch, ...waiting], this.broken)
+  }
+
+  private batchDone(): void {
+    this.active = false
+    this.commitsSinceCheckpoint++
+    this.maybeCheckpoint()
+    if (this.queue.length === 0 && this.drained) this.drained()
+    this.schedule()
+  }
+
+  private maybeCheckpoint(): void {
+    const due = this.commitsSinceCheckpoint >= CHECKPOINT_EVERY_COMMITS || this.waitingForCheckpoint
+    if (!due || this.checkpointer.running || this.closing || this.broken) return
+    this.commitsSinceCheckpoint = 0
+    this.checkpointer.checkpoint(this.waitingForCheckpoint ? 'RESTART' : 'PASSIVE').then(
+      (result) => {
+        this.counters.checkpoints++
+        if (this.waitingForCheckpoint) {
+          // The catch-up ran with no write in between; whatever it achieved, writes go on (a
+          // reader in another process can keep any checkpoint from catching up).
+          this.waitingForCheckpoint = false
+          this.schedule()
+          return
+        }
+        // A batch under way may have committed after the checkpoint looked.
+        const behind = result.checkpointed < result.log || this.commitsSinceCheckpoint > 0 || this.active
+        if (!behind || this.closing || this.broken) return
+        this.waitingForCheckpoint = true
+        if (!this.active) this.maybeCheckpoint()
+      },
+      () => {
+        // A failed checkpoint costs only a longer WAL; the next commits ask again.
+        this.waitingForCheckpoint = false
+        this.schedule()
+      },
+    )
+  }
+}
+
+/**
+ * Opens the WAL for the writer's own fdatasync calls. Reading the schema makes SQLite create the
+ * WAL if it does not exist yet; syncing the folder then makes that file's name durable, which
+ * SQLite would have done on its first sync of it.
+ */
+function openWal(db: Database.Database, file: string): number {
+  db.prepare('SELECT count(*) FROM sqlite_schema').get()
+  const fd = fs.openSync(`${file}-wal`, 'r+')
+  const folder = fs.openSync(path.dirname(file), 'r')
+  try {
+    fs.fsyncSync(folder)
+  } finally {
+    fs.closeSync(folder)
+  }
+  return fd
+}
