@@ -1,10 +1,13 @@
 import type { FastifyInstance } from 'fastify'
-import { Type } from 'typebox'
 import { ApiError } from '../errors.js'
 import { errorResponses } from '../schemas/error.js'
 import type { Storage } from '../storage/storage.js'
 
-const Health = Type.Object({ status: Type.String(), store: Type.Optional(Type.String()) })
+const Health = {
+  type: 'object',
+  required: ['status'],
+  properties: { status: { type: 'string' }, store: { type: 'string' } },
+}
 
 /** Public probes: /healthz says the process is up, /readyz that the store answers. */
 export function healthRoutes(app: FastifyInstance, storage: Storage): void {

@@ -1,5 +1,4 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { Type } from 'typebox'
 import { requireScope } from '../auth/bearer-auth.js'
 import type { TokenVerifier } from '../auth/token-verifier.js'
 import { ApiError } from '../errors.js'
@@ -19,20 +18,24 @@ const DEFAULT_LIMIT = 100
  */
 const JSON_TYPE = 'application/json; charset=utf-8'
 
-const ListQuery = Type.Object({
-  limit: Type.Optional(
-    Type.Integer({ minimum: 1, maximum: 1000, default: DEFAULT_LIMIT, description: 'Page size, 1 to 1000.' }),
-  ),
-  after: Type.Optional(
-    Type.Integer({
+const ListQuery = {
+  type: 'object',
+  properties: {
+    limit: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 1000,
+      default: DEFAULT_LIMIT,
+      description: 'Page size, 1 to 1000.',
+    },
+    after: {
+      type: 'integer',
       format: 'int64',
       description: 'Keyset cursor: only plants with a larger id are returned.',
-    }),
-  ),
-  tag: Type.Optional(
-    Type.String({ minLength: 1, maxLength: 100, description: 'Only plants with exactly this tag.' }),
-  ),
-})
+    },
+    tag: { type: 'string', minLength: 1, maxLength: 100, description: 'Only plants with exactly this tag.' },
+  },
+}
 
 const publicPlant = (plant: Plant) =>
   plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag }
@@ -65,9 +68,9 @@ export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: To
           'stores nothing new; the same id with another name or tag answers 409. A 200 is sent only after the ' +
           'plant is committed durably.',
         security: bearer,
-        body: Type.Ref('NewPlant'),
+        body: { $ref: 'NewPlant' },
         response: {
-          200: { ...Type.Ref('Plant'), description: 'plant response' },
+          200: { $ref: 'Plant', description: 'plant response' },
           ...errorResponses(400, 401, 403, 409, 413, 415, 500, 503),
         },
       },
@@ -109,7 +112,7 @@ export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: To
         querystring: ListQuery,
         response: {
           200: {
-            ...Type.Ref('PlantList'),
+            $ref: 'PlantList',
             description: 'A page of plants ordered by id',
             headers: {
               Link: {
@@ -155,7 +158,7 @@ export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: To
         operationId: 'getPlant',
         summary: 'Read one plant',
         response: {
-          200: { ...Type.Ref('StoredPlant'), description: 'The plant, with its id' },
+          200: { $ref: 'StoredPlant', description: 'The plant, with its id' },
           ...errorResponses(400, 401, 403, 404, 500, 503),
         },
       },

@@ -1,28 +1,31 @@
-import { Type } from 'typebox'
 import { errorCatalog } from '../errors.js'
 
 /** The seed's Error shape, with the catalog code and per-field details added as optional extras. */
-export const ErrorBody = Type.Object(
-  {
-    error: Type.Integer({ format: 'int32', description: 'Numeric error value: the HTTP status code.' }),
-    message: Type.String({ description: 'Error message text; names the field and the rule it broke.' }),
-    code: Type.Optional(
-      Type.String({
-        description: 'Stable machine-readable code from the error catalog.',
-        enum: Object.keys(errorCatalog),
-      }),
-    ),
-    details: Type.Optional(
-      Type.Array(
-        Type.Object({
-          field: Type.String({ description: 'The field, parameter or header at fault.' }),
-          rule: Type.String({ description: 'The rule it broke.' }),
-        }),
-      ),
-    ),
+export const ErrorBody = {
+  type: 'object',
+  required: ['error', 'message'],
+  properties: {
+    error: { type: 'integer', format: 'int32', description: 'Numeric error value: the HTTP status code.' },
+    message: { type: 'string', description: 'Error message text; names the field and the rule it broke.' },
+    code: {
+      type: 'string',
+      description: 'Stable machine-readable code from the error catalog.',
+      enum: Object.keys(errorCatalog),
+    },
+    details: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['field', 'rule'],
+        properties: {
+          field: { type: 'string', description: 'The field, parameter or header at fault.' },
+          rule: { type: 'string', description: 'The rule it broke.' },
+        },
+      },
+    },
   },
-  { $id: 'Error' },
-)
+  $id: 'Error',
+}
 
 const statusText: Record<number, string> = {
   400: 'Bad request: malformed JSON or a field that breaks a rule',
@@ -40,7 +43,7 @@ const statusText: Record<number, string> = {
 export function errorResponses(...statuses: number[]): Record<number, unknown> {
   const responses: Record<number, unknown> = {}
   for (const status of statuses) {
-    responses[status] = { ...Type.Ref('Error'), description: statusText[status] ?? 'Error' }
+    responses[status] = { $ref: 'Error', description: statusText[status] ?? 'Error' }
   }
   return responses
 }
