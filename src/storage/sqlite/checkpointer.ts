@@ -24,11 +24,6 @@ export class Checkpointer {
 
   constructor(private readonly options: Pick<SqliteOptions, 'path' | 'synchronous'>) {}
 
-  /** Starts the thread ahead of the first checkpoint; loading it takes tens of milliseconds. */
-  start(): void {
-    if (!this.closed) this.thread().unref()
-  }
-
   get running(): boolean {
     return this.current !== undefined
   }

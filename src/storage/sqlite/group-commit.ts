@@ -128,8 +128,9 @@ export class GroupCommitWriter {
       rollbackTo: db.prepare('ROLLBACK TO op'),
     }
     if (options.synchronous === 'full') this.walFd = openWal(db, options.path)
+    // Its thread starts with the first checkpoint, not here: loading it beside the service's own
+    // start made start to ready 100-150 ms longer on one core (docs/performance.md, fourth round).
     this.checkpointer = new Checkpointer({ path: options.path, synchronous: options.synchronous })
-    this.checkpointer.start()
   }
 
   /** Runs one write in the next group commit; resolves with its result once it is durable. */
