@@ -40,12 +40,15 @@ export const NewPlant = {
 
 export type NewPlantBody = FromSchema<typeof NewPlant>
 
+/** A plant id in a path or a read answer (a create's body describes its id at more length). */
+const plantId = { type: 'integer', format: 'int64', description: 'Identification number of the plant' }
+
 /** A stored plant as read back: the Plant fields plus its id. */
 export const StoredPlant = {
   type: 'object',
   required: ['id', 'name'],
   properties: {
-    id: { type: 'integer', format: 'int64', description: 'Identification number of the plant' },
+    id: plantId,
     name: { type: 'string', description: 'The name of the plant' },
     tag: { type: 'string', description: 'Tag that specifies the type' },
   },
@@ -57,7 +60,5 @@ export const PlantList = { type: 'array', items: { $ref: 'StoredPlant' }, $id: '
 export const PlantIdParams = {
   type: 'object',
   required: ['id'],
-  properties: {
-    id: { type: 'integer', format: 'int64', description: 'Identification number of the plant' },
-  },
+  properties: { id: plantId },
 }

@@ -19,14 +19,12 @@ const RESTART_WAIT_MS = 20
 
 /** Checkpointer → main: `log` frames in the WAL, `checkpointed` of them now in the database file. */
 export type FromCheckpointer =
-  | { type: 'ready' }
-  | { type: 'done'; busy: boolean; log: number; checkpointed: number }
-  | { type: 'failed'; message: string }
+  { type: 'done'; log: number; checkpointed: number } | { type: 'failed'; message: string }
 
 function serve(port: NonNullable<typeof parentPort>, options: SqliteOptions): void {
   const post = (message: FromCheckpointer) => port.postMessage(message)
   const db = openSqliteDatabase({ ...options, busyTimeoutMs: RESTART_WAIT_MS }, 'checkpointer')
-  type Result = { busy: number; log: number; checkpointed: number }
+  type Result = { log: number; checkpointed: number }
   port.on('message', (message: ToCheckpointer) => {
     if (message.op === 'close') {
       db.close()
@@ -35,12 +33,11 @@ function serve(port: NonNullable<typeof parentPort>, options: SqliteOptions): vo
     }
     try {
       const [row] = db.pragma(`wal_checkpoint(${message.mode})`) as Result[]
-      post({ type: 'done', busy: row?.busy === 1, log: row?.log ?? 0, checkpointed: row?.checkpointed ?? 0 })
+      post({ type: 'done', log: row?.log ?? 0, checkpointed: row?.checkpointed ?? 0 })
     } catch (error) {
       post({ type: 'failed', message: error instanceof Error ? error.message : String(error) })
     }
   })
-  post({ type: 'ready' })
 }
 
 if (parentPort) serve(parentPort, workerData as SqliteOptions)

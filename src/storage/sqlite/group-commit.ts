@@ -73,11 +73,15 @@ interface Queued {
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: Error }
 
+/** Another connection holds the lock SQLite needed. */
+function isBusy(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY')
+}
+
 /** SQLite's lock errors are a 503 to retry; any other error keeps its class and code. */
 function storeError(error: unknown): Error {
-  const code = (error as { code?: unknown }).code
-  if (typeof code === 'string' && code.startsWith('SQLITE_BUSY'))
-    return new StoreUnavailableError(`SQLite is busy: ${(error as Error).message}`)
+  if (isBusy(error)) return new StoreUnavailableError(`SQLite is busy: ${(error as Error).message}`)
   return error instanceof Error ? error : new Error(String(error))
 }
 
@@ -187,8 +191,7 @@ export class GroupCommitWriter {
 
   private startBatch(): void {
     if (this.active || this.waitingForCheckpoint || this.queue.length === 0) return
-    const batch = this.queue.length <= this.maxBatch ? this.queue : this.queue.slice(0, this.maxBatch)
-    this.queue = this.queue.length <= this.maxBatch ? [] : this.queue.slice(this.maxBatch)
+    const batch = this.queue.splice(0, this.maxBatch)
     this.active = true
     this.counters.batchesStarted++
     this.begin(batch, Date.now(), 0)
@@ -199,9 +202,7 @@ export class GroupCommitWriter {
     try {
       this.control.begin.run()
     } catch (error) {
-      const code = (error as { code?: unknown }).code
-      const busy = typeof code === 'string' && code.startsWith('SQLITE_BUSY')
-      if (busy && Date.now() - since < this.busyTimeoutMs) {
+      if (isBusy(error) && Date.now() - since < this.busyTimeoutMs) {
         const pause = LOCK_RETRY_MS[Math.min(tries, LOCK_RETRY_MS.length - 1)]
         setTimeout(() => this.begin(batch, since, tries + 1), pause)
         return
