@@ -6,6 +6,7 @@ import { installErrorHandler, sendError } from './http/error-handler.js'
 import { registerJsonBodyParser } from './http/json-body.js'
 import { lazyRequestLogger } from './http/lazy-request-logger.js'
 import { installRequestLogging, requestIdFrom } from './http/request-logging.js'
+import { dedupedSerializers } from './http/serializers.js'
 import { installValidators } from './http/validators.js'
 import { registerOpenApi } from './openapi/document.js'
 import { healthRoutes } from './routes/health.js'
@@ -36,6 +37,7 @@ export async function buildApp(config: Config, storage: Storage): Promise<Fastif
     forceCloseConnections: 'idle',
     return503OnClosing: true,
     exposeHeadRoutes: true,
+    schemaController: { compilersFactory: { buildSerializer: dedupedSerializers() } },
     // Malformed percent-encoding and over-long path parameters are rejected by the router before
     // any route runs; answer them in the Error shape like everything else.
     frameworkErrors: (error, _request, reply) =>
