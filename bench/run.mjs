@@ -256,9 +256,13 @@ async function main() {
   // A private copy of the build (inside the project, so node_modules still resolves): a rebuild of
   // dist/ while this runs cannot swap code under the running services.
   snapshotDir = path.join(outDir, `run-${process.pid}`)
-  fs.cpSync(path.join(ROOT, 'dist', 'src'), path.join(snapshotDir, 'dist', 'src'), { recursive: true })
-  service.cli = path.join(snapshotDir, 'dist', 'src', 'cli', 'main.js')
+  for (const part of ['bundle', 'src'])
+    fs.cpSync(path.join(ROOT, 'dist', part), path.join(snapshotDir, 'dist', part), { recursive: true })
+  service.cli = path.join(snapshotDir, 'dist', 'bundle', 'main.js')
   const CLI = service.cli
+  // Profiles run the same code unbundled: in the bundle every frame would sit in one file, and the
+  // summary could not tell the service's functions from fastify's or Node's.
+  const UNBUNDLED_CLI = path.join(snapshotDir, 'dist', 'src', 'cli', 'main.js')
   // The service runs with the Node flags `npm start` gives it (package.json), so the benchmark
   // measures what users run, unless --node-flags names others.
   const serviceNodeArgs =
@@ -493,7 +497,7 @@ async function main() {
         const port = await freePort()
         const proc = startNode({
           name: `profile-${scenario}`,
-          args: [CLI, 'serve'],
+          args: [UNBUNDLED_CLI, 'serve'],
           nodeArgs: [...serviceNodeArgs, '--cpu-prof', '--cpu-prof-dir', dir],
           env: { ...config.env, PORT: String(port) },
           logFile: path.join(tmpDir, `profile-${scenario}.log`),

@@ -24,7 +24,7 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd -P)"
-cli="$root/dist/src/cli/main.js"
+cli="$root/dist/bundle/main.js"
 # The instances run with the Node flags `npm start` uses (heap sizing; see the README's "Memory").
 read -r -a node_flags <<<"$(node "$root/scripts/start-node-flags.mjs")"
 nginx_port="${NGINX_PORT:-8080}"

@@ -20,7 +20,8 @@ import { openStorage } from '../src/storage/open.js'
 import type { Storage } from '../src/storage/storage.js'
 
 export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
-export const cliPath = path.join(projectRoot, 'dist/src/cli/main.js')
+/** The bundled build that `npm start` and `npm run cli` run (scripts/bundle.mjs). */
+export const cliPath = path.join(projectRoot, 'dist/bundle/main.js')
 
 export type StoreKind = 'sqlite' | 'postgres'
 

@@ -12,10 +12,11 @@ import { track } from './proc.mjs'
 const execFileAsync = promisify(execFile)
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-export const BUILT_CLI = path.join(ROOT, 'dist', 'src', 'cli', 'main.js')
+/** What `npm start` runs: the bundled build (scripts/bundle.mjs). */
+export const BUILT_CLI = path.join(ROOT, 'dist', 'bundle', 'main.js')
 
 /**
- * The CLI every child runs. run.mjs points it at a private copy of dist/src made at start, so that
+ * The CLI every child runs. run.mjs points it at a private copy of dist/bundle made at start, so that
  * a rebuild during the run (other work on the same tree) cannot change the code under test.
  */
 export const service = { cli: BUILT_CLI }

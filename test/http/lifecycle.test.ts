@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { statSync } from 'node:fs'
 import net from 'node:net'
 import { describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -154,6 +155,37 @@ for (const store of testStores()) {
     })
   })
 }
+
+describe('the built service (dist/bundle)', () => {
+  // The bundle loads the checkpointer's worker from a file beside itself; if that file were
+  // missing, checkpoints would fail silently and the WAL would only grow.
+  it('copies the WAL into the database file from its checkpointer thread', async () => {
+    const env = await serviceEnv('sqlite')
+    const token = await tokenFor(env)
+    const service = await spawnService(env)
+    try {
+      const database = env.PLANT_STORE_DB as string
+      const before = statSync(database).size
+      // One at a time: each create is a commit of its own, and the 100th asks for a checkpoint.
+      for (let id = 1; id <= 150; id++) {
+        const response = await request('POST', `${service.url}/plants`, {
+          token,
+          body: JSON.stringify({ id, name: `${'checkpointed plant '.repeat(10)}${id}` }),
+        })
+        assert.equal(response.status, 200)
+      }
+      let after = statSync(database).size
+      for (let wait = 0; wait < 100 && after <= before; wait++) {
+        await sleep(100)
+        after = statSync(database).size
+      }
+      assert.ok(after > before, `the database file stayed at ${before} bytes: no checkpoint ran`)
+    } finally {
+      service.child.kill('SIGTERM')
+      assert.equal(await service.exited, 0)
+    }
+  })
+})
 
 describe('configuration', () => {
   for (const [name, value] of [
