@@ -19,14 +19,6 @@ import { PageCache } from './page-cache.js'
 export { migrateSqlite, openSqliteDatabase, type SqliteOptions } from './database.js'
 export type { WriterStats } from './group-commit.js'
 
-/**
- * The embedded store, on one SQLite file in WAL mode. Reads run on this thread's read connection.
- * Every write goes through the group-commit writer (`group-commit.ts`): writes that arrive
- * together share one transaction and one fsync, which runs off the event loop, and each is
- * answered only once its commit is durable. Until then the read connection stays on the last
- * durable snapshot, so no read shows what no client has been told is stored. Checkpoints run in a
- * thread of their own (`checkpointer.ts`).
- */
 /** A plant row as the API's JSON text (see PlantPage): integer ids print exactly in SQLite. */
 const PLANT_JSON = `'{"id":' || id || ',"name":' || json_quote(name) ||
   CASE WHEN tag IS NULL THEN '' ELSE ',"tag":' || json_quote(tag) END || '}'`
@@ -51,6 +43,14 @@ export const listPlantsSql = {
   tagMore: 'SELECT EXISTS (SELECT 1 FROM plants WHERE tag = ? AND id > ?)',
 } as const
 
+/**
+ * The embedded store, on one SQLite file in WAL mode. Reads run on this thread's read connection.
+ * Every write goes through the group-commit writer (`group-commit.ts`): writes that arrive
+ * together share one transaction and one fsync, which runs off the event loop, and each is
+ * answered only once its commit is durable. Until then the read connection stays on the last
+ * durable snapshot, so no read shows what no client has been told is stored. Checkpoints run in a
+ * thread of their own (`checkpointer.ts`).
+ */
 export class SqliteStorage implements Storage {
   readonly kind = 'sqlite'
   private readonly writer: GroupCommitWriter
