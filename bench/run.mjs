@@ -57,7 +57,7 @@ const USAGE = `Usage: node bench/run.mjs [options]        (build first: npm run 
   --big                 the issue's size: big stores hold 10,000,000 plants (adds about 40-80 s of
                         pre-fill, so the run takes about 5 minutes); with --quick, adds the big size
   --read-seed N         plants added to the empty stores before the read scenarios (default 10000)
-  --profile             also record CPU profiles of the service under create/read/list load (SQLite)
+  --profile             also record a CPU profile of the service under each selected scenario (SQLite)
   --profile-seconds S   load per profile (default 5)
   --sqlite-sync MODE    full (fsync per commit, default) or normal
   --log-level LEVEL     the service's LOG_LEVEL (default warn; info logs one line per request)
@@ -197,7 +197,7 @@ function estimateSeconds(options, targets) {
   const prefill = options.sizes.includes('big')
     ? (options.plants / 10_000_000) * (options.stores.includes('postgres') ? 45 : 20)
     : 0
-  const profile = options.profile ? 3 * (options.profileSeconds + 3) : 0
+  const profile = options.profile ? options.scenarios.length * (options.profileSeconds + 3) : 0
   return loadSeconds + prefill + profile + 3.5 * targets + 5
 }
 
@@ -490,7 +490,7 @@ async function main() {
       if (config.readMax === 0) seedSqlite(config, options.readSeed)
       const profDir = path.join(outDir, 'prof', startedAt.toISOString().replace(/[:.]/g, '-'))
       fs.mkdirSync(profDir, { recursive: true })
-      for (const scenario of ['create-seq', 'get-id', 'list-100']) {
+      for (const scenario of options.scenarios) {
         // One directory per scenario: Node writes one profile per thread (main, and any worker).
         const dir = path.join(profDir, scenario)
         fs.mkdirSync(dir, { recursive: true })
