@@ -8,7 +8,11 @@ export const errorCatalog = {
     status: 400,
     description: 'The request body, a path or a query parameter breaks a rule.',
   },
-  MALFORMED_JSON: { status: 400, description: 'The body is not valid JSON, is empty, or is not an object.' },
+  MALFORMED_JSON: {
+    status: 400,
+    description:
+      'The body is not valid UTF-8 or not valid JSON, is empty, is not an object, or nests arrays and objects deeper than 64 levels.',
+  },
   UNAUTHENTICATED: {
     status: 401,
     description: 'No bearer token, another scheme, or an unknown, revoked or expired token.',

@@ -239,12 +239,12 @@ export async function request(
   return { status: response.status, headers: response.headers, text, json }
 }
 
-/** A request through node:http, for what fetch will not send (no Content-Type with a body). */
+/** A request through node:http, for what fetch will not send (no Content-Type with a body, raw bytes). */
 export function rawRequest(
   url: string,
   method: string,
   headers: Record<string, string>,
-  body?: string,
+  body?: string | Buffer,
 ): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(url, { method, headers }, (res) => {

@@ -1,9 +1,10 @@
+import { isUtf8 } from 'node:buffer'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { isLosslessNumber, parse as parseLossless } from 'lossless-json'
 import secureJson from 'secure-json-parse'
 import { ApiError } from '../errors.js'
 
-/** Where the parser leaves the exact text of a top-level `id` that JSON.parse had to round. */
+/** Where the parser leaves the exact text of a top-level `id` that JSON.parse may have rounded. */
 export const exactIdLiteral = Symbol('exactIdLiteral')
 
 type JsonObject = Record<string, unknown> & { [exactIdLiteral]?: string }
@@ -11,28 +12,43 @@ type JsonObject = Record<string, unknown> & { [exactIdLiteral]?: string }
 const malformed = (message: string) => new ApiError('MALFORMED_JSON', message)
 
 /**
- * Replaces Fastify's JSON parser. Parsing stays on the fast native path; only when the top-level
- * `id` is an integer JSON.parse could not hold exactly is the body parsed again losslessly, and
- * the digits kept beside the object (a symbol key, invisible to validation and storage).
+ * Arrays and objects nested deeper than this are refused. A NewPlant nests one level, and unknown
+ * properties are ignored anyway; without a bound, a body of brackets is only limited by
+ * BODY_LIMIT, and the lossless re-parse below recurses once per level.
+ */
+export const MAX_NESTING = 64
+
+/**
+ * Replaces Fastify's JSON parser. Parsing stays on the fast native path; the body is parsed again
+ * losslessly only when JSON.parse may have changed the top-level `id`: an integer beyond 2^53, or
+ * a body holding a fraction or exponent anywhere (`300000.00000000001` parses to the integer
+ * 300000). The literal is kept beside the object (a symbol key, invisible to validation and
+ * storage), and `bodyId` turns it into the exact id or a 400.
  */
 export function registerJsonBodyParser(app: FastifyInstance): void {
   // Fastify also parses text/plain by default; this API takes JSON only, anything else is a 415.
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, text, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, raw, done) => {
     try {
-      done(null, parseJsonBody(request, text as string))
+      done(null, parseJsonBody(request, raw as Buffer))
     } catch (error) {
       done(error as Error, undefined)
     }
   })
 }
 
-function parseJsonBody(request: FastifyRequest, text: string): JsonObject {
+function parseJsonBody(request: FastifyRequest, raw: Buffer): JsonObject {
   const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(request.headers['content-type'] ?? '')?.[1]
   if (charset && charset.toLowerCase() !== 'utf-8' && charset.toLowerCase() !== 'utf8') {
     throw new ApiError('UNSUPPORTED_MEDIA_TYPE', `Content-Type charset must be utf-8, got "${charset}"`)
   }
+  // Decoding would silently turn invalid bytes into U+FFFD, and store them as such.
+  if (!isUtf8(raw)) throw malformed('body is not valid UTF-8')
+  const text = raw.toString('utf8')
   if (text.trim() === '') throw malformed('body must be a JSON object, got an empty body')
+  if (nestedTooDeeply(text)) {
+    throw malformed(`body is nested too deeply: at most ${MAX_NESTING} levels of arrays and objects`)
+  }
   let body: unknown
   try {
     body = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' })
@@ -50,10 +66,40 @@ function parseJsonBody(request: FastifyRequest, text: string): JsonObject {
   }
   const object = body as JsonObject
   const id = object.id
-  if (typeof id === 'number' && Number.isFinite(id) && Number.isInteger(id) && !Number.isSafeInteger(id)) {
+  if (
+    typeof id === 'number' &&
+    Number.isInteger(id) &&
+    (!Number.isSafeInteger(id) || FRACTION_OR_EXPONENT.test(text))
+  ) {
     object[exactIdLiteral] = exactTopLevelIdLiteral(text)
   }
   return object
+}
+
+/**
+ * A JSON number without a `.` or an exponent is a plain integer, which JSON.parse reads exactly
+ * up to 2^53. Matching anywhere in the body (a name with a dot, say) only costs the re-parse.
+ */
+const FRACTION_OR_EXPONENT = /\.|\d[eE]/
+
+/** Whether arrays and objects nest deeper than MAX_NESTING, brackets inside strings aside. */
+function nestedTooDeeply(text: string): boolean {
+  // Each level takes at least two characters.
+  if (text.length <= 2 * MAX_NESTING) return false
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 0x5c)
+        i++ // a backslash escapes the next character
+      else if (c === 0x22) inString = false
+    } else if (c === 0x22) inString = true
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > MAX_NESTING) return true
+    } else if (c === 0x5d || c === 0x7d) depth--
+  }
+  return false
 }
 
 function exactTopLevelIdLiteral(text: string): string {

@@ -14,9 +14,12 @@ Decisions where the seed description says "not shown":
   with \`plant-store tokens\`; only their SHA-256 is stored. Scopes \`plants:read\` and \`plants:write\`;
   optional expiry. A revocation takes effect within 1 second on every instance.
 - **Limits**: \`name\` 1 to 200 characters, \`tag\` 1 to 100 characters, any \`tag\` value allowed,
-  both well-formed Unicode without NUL, bodies up to 16 KiB by default (BODY_LIMIT).
+  both well-formed Unicode without NUL, bodies up to 16 KiB by default (BODY_LIMIT), valid UTF-8,
+  with arrays and objects nested at most 64 levels deep.
 - **Identity**: \`id\` is unique and is any int64, kept exact end to end (never rounded through a
-  double). \`name\` is not unique. Unknown body properties are accepted, ignored and never stored.
+  double). A fraction is a 400 even where a double would round it to a whole number
+  (\`300000.00000000001\`); a whole number written with a fraction or exponent (\`42.0\`, \`4.2e1\`) is
+  that integer. \`name\` is not unique. Unknown body properties are accepted, ignored and never stored.
 - **Replays**: the same id with the same name and tag answers 200 again and stores nothing; with
   another name or tag (adding or removing a tag included) it answers 409.
 - **Errors**: \`error\` holds the HTTP status; \`message\` names the field and the rule; \`code\` is a stable

@@ -85,6 +85,38 @@ for (const store of testStores()) {
       assert.match(response.json.message, /\bid\b.*integer/)
     })
 
+    // JSON.parse reads these as whole numbers (300000, 1, 0, -0): only the literal shows the fraction.
+    for (const [literal, rounded] of [
+      ['300000.00000000001', '300000'],
+      ['7001.0000000000001', '7001'],
+      ['1e-400', '0'],
+      ['-1e-400', '0'],
+      ['3000000.000000000000000000001e0', '3000000'],
+    ] as const) {
+      it(`rejects the fractional id ${literal} that doubles round to ${rounded}, storing nothing`, async () => {
+        const response = await post(`{"id":${literal},"name":"Fraction"}`)
+        assert.equal(response.status, 400, response.text)
+        assert.equal(response.json.error, 400)
+        assert.match(response.json.message, /\bid\b.*integer/)
+        const stored = await read(rounded)
+        assert.ok(stored.status === 404 || stored.json.name !== 'Fraction', stored.text)
+      })
+    }
+
+    it('keeps a plain id exact when the name holds a dot or an exponent-like text', async () => {
+      const response = await post('{"id":4242,"name":"St. John\'s wort 2e5","tag":"v1.2"}')
+      assert.equal(response.status, 200, response.text)
+      assert.equal((await read('4242')).text, '{"id":4242,"name":"St. John\'s wort 2e5","tag":"v1.2"}')
+    })
+
+    it('accepts integral fraction and exponent forms of an id exactly', async () => {
+      const response = await post('{"id":4243.000,"name":"Whole"}')
+      assert.equal(response.status, 200, response.text)
+      assert.equal((await read('4243')).json.name, 'Whole')
+      assert.equal((await post('{"id":42.44e2,"name":"Exp"}')).status, 200)
+      assert.equal((await read('4244')).json.name, 'Exp')
+    })
+
     it('replays the same id, name and tag with 200 and stores nothing new', async () => {
       const body = { id: 10, name: 'Aloe', tag: 'succulent' }
       assert.equal((await post(body)).status, 200)

@@ -100,12 +100,71 @@ for (const store of testStores()) {
       assert.equal((await request('GET', `${service.url}/healthz`)).status, 200)
     })
 
-    it('answers 400 to deep nesting within the size limit and keeps serving', async () => {
-      const response = await post(`{"id":1,"name":"x","extra":${'['.repeat(5000)}${']'.repeat(5000)}}`)
-      assert.ok(response.status === 200 || response.status === 400, String(response.status))
-      const deepTag = await post(`{"id":2,"name":"x","tag":${'['.repeat(5000)}${']'.repeat(5000)}}`)
-      assert.equal(deepTag.status, 400)
+    it('answers 400 to deep nesting within the size limit, stores nothing and keeps serving', async () => {
+      for (const [id, field] of [
+        ['7101', 'extra'],
+        ['7102', 'tag'],
+        ['9007199254741001', 'extra'], // the lossless re-parse path
+        ['7103.5e1', 'extra'],
+      ]) {
+        const response = await post(
+          `{"id":${id},"name":"x","${field}":${'['.repeat(5000)}${']'.repeat(5000)}}`,
+        )
+        assert.equal(response.status, 400, response.text)
+        assert.match(response.json.message, /nested too deeply: at most 64 levels/)
+      }
+      for (const id of ['7101', '7102', '9007199254741001', '71035']) {
+        assert.equal((await request('GET', `${service.url}/plants/${id}`, { token })).status, 404)
+      }
       assert.equal((await request('GET', `${service.url}/healthz`)).status, 200)
+    })
+
+    it('takes an unknown property nested 64 levels deep, and refuses 65', async () => {
+      const nest = (levels: number) => `${'['.repeat(levels - 1)}{"s":"[[[["}${']'.repeat(levels - 1)}`
+      const ok = await post(`{"id":7104,"name":"x","extra":${nest(63)}}`)
+      assert.equal(ok.status, 200, ok.text)
+      const deep = await post(`{"id":7105,"name":"x","extra":${nest(64)}}`)
+      assert.equal(deep.status, 400, deep.text)
+      assert.equal((await request('GET', `${service.url}/plants/7105`, { token })).status, 404)
+    })
+
+    it('answers 400 to 100,000 nested brackets under a 1 MiB BODY_LIMIT', async () => {
+      const big = await startService(store, { BODY_LIMIT: '1048576' })
+      try {
+        const bigToken = await big.token()
+        const response = await request('POST', `${big.url}/plants`, {
+          token: bigToken,
+          body: `{"id":7106,"name":"x","extra":${'['.repeat(100_000)}${']'.repeat(100_000)}}`,
+        })
+        assert.equal(response.status, 400, response.text)
+        assert.match(response.json.message, /nested too deeply/)
+        assert.equal((await request('GET', `${big.url}/plants/7106`, { token: bigToken })).status, 404)
+      } finally {
+        await big.close()
+      }
+    })
+
+    it('answers 400 to a body that is not valid UTF-8, storing nothing', async () => {
+      const body = Buffer.concat([
+        Buffer.from('{"id":7107,"name":"a'),
+        Buffer.from([0xff, 0xfe]),
+        Buffer.from('"}'),
+      ])
+      const response = await rawRequest(
+        `${service.url}/plants`,
+        'POST',
+        { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body,
+      )
+      assert.equal(response.status, 400, response.text)
+      assert.deepEqual(JSON.parse(response.text), {
+        error: 400,
+        message: 'body is not valid UTF-8',
+        code: 'MALFORMED_JSON',
+      })
+      assert.equal((await request('GET', `${service.url}/plants/7107`, { token })).status, 404)
+      const replacement = await post('{"id":7108,"name":"a\ufffd"}')
+      assert.equal(replacement.status, 200, 'a real U+FFFD is valid text')
     })
 
     it('answers 413 to a huge string and keeps serving', async () => {
