@@ -10,7 +10,7 @@ import { dedupedSerializers } from './http/serializers.js'
 import { installValidators } from './http/validators.js'
 import { registerOpenApi } from './openapi/document.js'
 import { healthRoutes } from './routes/health.js'
-import { methodNotAllowed } from './routes/method-not-allowed.js'
+import { methodNotAllowed, routeEveryHttpMethod } from './routes/method-not-allowed.js'
 import { plantRoutes } from './routes/plants.js'
 import { sharedSchemas } from './schemas/shared.js'
 import type { Storage } from './storage/storage.js'
@@ -52,6 +52,7 @@ export async function buildApp(config: Config, storage: Storage): Promise<Fastif
       ),
   })
 
+  routeEveryHttpMethod(app)
   for (const schema of sharedSchemas) app.addSchema(schema)
   installValidators(app, sharedSchemas)
   installErrorHandler(app, config.bodyLimit)

@@ -246,8 +246,13 @@ export function rawRequest(
   headers: Record<string, string>,
   body?: string | Buffer,
 ): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
+  // node:http sends a DELETE's body with neither Content-Length nor chunked framing; frame it.
+  const framed =
+    body === undefined || 'content-length' in headers || 'transfer-encoding' in headers
+      ? headers
+      : { ...headers, 'content-length': String(Buffer.byteLength(body)) }
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method, headers }, (res) => {
+    const req = httpRequest(url, { method, headers: framed }, (res) => {
       let text = ''
       res.setEncoding('utf8')
       res.on('data', (chunk) => {

@@ -1,27 +1,46 @@
-import type { FastifyInstance, HTTPMethods } from 'fastify'
+import { METHODS } from 'node:http'
+import type { FastifyInstance, HTTPMethods, onRequestHookHandler } from 'fastify'
 import { ApiError } from '../errors.js'
 
-const METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
+/**
+ * Fastify routes only the methods it knows (GET, POST, TRACE, QUERY, ...); a request with any
+ * other method Node's parser accepts (PROPFIND, PURGE, ...) would find no route and get a 404.
+ * Declaring them all lets the catch-all routes below answer 405 for every method. CONNECT never
+ * reaches a route: Node hands it to the server's 'connect' event.
+ */
+export function routeEveryHttpMethod(app: FastifyInstance): void {
+  for (const method of METHODS) {
+    if (method === 'CONNECT' || app.supportedMethods.includes(method)) continue
+    app.addHttpMethod(method)
+  }
+}
 
 /**
  * Fastify answers 404 for a known path with an unknown method; RFC 9110 wants 405 with Allow.
- * These catch-all routes are hidden from the document: they are not operations.
+ * The answer is given in onRequest, before the body is read: a PUT with a bad or oversized body
+ * is a 405, not a 415 or 413 for a body no route would take. These catch-all routes are hidden
+ * from the document: they are not operations.
  */
 export function methodNotAllowed(app: FastifyInstance, url: string, allowed: HTTPMethods[]): void {
   const allow = allowed.includes('GET') && !allowed.includes('HEAD') ? [...allowed, 'HEAD'] : allowed
-  const others = METHODS.filter((method) => !allow.includes(method))
-  app.route({
-    method: others,
-    url,
-    schema: { hide: true },
-    handler: async (request) => {
-      throw new ApiError(
+  const others = app.supportedMethods.filter((method) => !allow.includes(method as HTTPMethods))
+  const refuse: onRequestHookHandler = (request, _reply, done) =>
+    done(
+      new ApiError(
         'METHOD_NOT_ALLOWED',
         `${request.method} is not allowed on ${url}; use ${allow.join(', ')}`,
         {
           headers: { allow: allow.join(', ') },
         },
-      )
+      ),
+    )
+  app.route({
+    method: others,
+    url,
+    schema: { hide: true },
+    onRequest: refuse,
+    handler: async () => {
+      throw new Error('unreachable: the onRequest hook answers every request of this route')
     },
   })
 }

@@ -179,10 +179,12 @@ export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: To
         ...byId,
         operationId: 'deletePlant',
         summary: 'Delete one plant',
-        description: 'The id can be created again afterwards.',
+        description:
+          'The id can be created again afterwards. A request body is not needed and is ignored, but one that ' +
+          'is sent must be JSON within the body limit (else 415 or 413, and nothing is deleted).',
         response: {
           204: { type: 'null', description: 'Deleted; no body' },
-          ...errorResponses(400, 401, 403, 404, 500, 503),
+          ...errorResponses(400, 401, 403, 404, 413, 415, 500, 503),
         },
       },
     },

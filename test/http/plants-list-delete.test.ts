@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { request, startService, type TestService, testStores } from '../helpers.js'
+import { rawRequest, request, startService, type TestService, testStores } from '../helpers.js'
 
 /** The rel="next" target of a GitHub-style Link header, or undefined on the last page. */
 function nextUrl(link: string | null): string | undefined {
@@ -177,6 +177,32 @@ for (const store of testStores()) {
         (await request('DELETE', `${service.url}/plants/9223372036854775808`, { token })).status,
         400,
       )
+    })
+
+    it('answers a DELETE carrying a body it cannot read with 415 or 413, deleting nothing', async () => {
+      await request('POST', `${service.url}/plants`, { token, body: { id: 8101, name: 'kept' } })
+      const auth = { authorization: `Bearer ${token}` }
+      const plain = await rawRequest(
+        `${service.url}/plants/8101`,
+        'DELETE',
+        { ...auth, 'content-type': 'text/plain' },
+        'x',
+      )
+      assert.equal(plain.status, 415, plain.text)
+      const big = JSON.stringify({ pad: 'p'.repeat(20_000) })
+      const tooBig = await rawRequest(
+        `${service.url}/plants/8101`,
+        'DELETE',
+        { ...auth, 'content-type': 'application/json' },
+        big,
+      )
+      assert.equal(tooBig.status, 413, tooBig.text)
+      assert.equal((await request('GET', `${service.url}/plants/8101`, { token })).status, 200)
+      const json = await request('DELETE', `${service.url}/plants/8101`, {
+        token,
+        body: { reason: 'ignored' },
+      })
+      assert.equal(json.status, 204)
     })
 
     it('needs plants:read to list and plants:write to delete', async () => {

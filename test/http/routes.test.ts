@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { request, startService, type TestService, testStores } from '../helpers.js'
+import { rawRequest, request, startService, type TestService, testStores } from '../helpers.js'
 
 for (const store of testStores()) {
   describe(`routes, methods and probes (${store})`, () => {
@@ -32,6 +32,52 @@ for (const store of testStores()) {
         assert.equal(response.json.error, 405)
       })
     }
+
+    for (const method of ['TRACE', 'QUERY', 'PROPFIND', 'PURGE', 'LOCK', 'M-SEARCH', 'SEARCH', 'OPTIONS']) {
+      it(`answers 405 with Allow for ${method} on /plants and /plants/1, not 404 or 400`, async () => {
+        for (const [path, allow] of [
+          ['/plants', 'GET, POST, HEAD'],
+          ['/plants/1', 'GET, DELETE, HEAD'],
+        ]) {
+          const response = await rawRequest(`${service.url}${path}`, method, {})
+          assert.equal(response.status, 405, `${method} ${path}: ${response.text}`)
+          assert.equal(response.headers.allow, allow)
+          assert.equal(JSON.parse(response.text).error, 405)
+        }
+      })
+    }
+
+    // 405 comes before anything about the body: no route would read it.
+    for (const [label, headers, body] of [
+      ['a text/plain body', { 'content-type': 'text/plain' }, 'x'],
+      ['malformed JSON', { 'content-type': 'application/json' }, '{bad'],
+      [
+        'a 20 KB JSON body',
+        { 'content-type': 'application/json' },
+        JSON.stringify({ pad: 'p'.repeat(20_000) }),
+      ],
+    ] as const) {
+      it(`answers 405 to PUT and PATCH with ${label}, with or without a token`, async () => {
+        for (const method of ['PUT', 'PATCH']) {
+          for (const path of ['/plants', '/plants/1']) {
+            const response = await rawRequest(`${service.url}${path}`, method, { ...headers }, body)
+            assert.equal(response.status, 405, `${method} ${path}: ${response.text}`)
+          }
+        }
+        const deleteList = await rawRequest(`${service.url}/plants`, 'DELETE', { ...headers }, body)
+        assert.equal(deleteList.status, 405, deleteList.text)
+        const postHealth = await rawRequest(`${service.url}/healthz`, 'POST', { ...headers }, body)
+        assert.equal(postHealth.status, 405, postHealth.text)
+      })
+    }
+
+    it('answers 404 for an unknown path whatever the method', async () => {
+      for (const method of ['GET', 'PROPFIND', 'PUT']) {
+        const response = await rawRequest(`${service.url}/nope`, method, {})
+        assert.equal(response.status, 404, method)
+        assert.equal(JSON.parse(response.text).error, 404)
+      }
+    })
 
     it('serves /healthz and /readyz as JSON', async () => {
       const health = await request('GET', `${service.url}/healthz`)
