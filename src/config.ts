@@ -119,7 +119,7 @@ export function loadConfig(env: Env = process.env): Config {
     dbStatementTimeoutMs: int(env, 'DB_STATEMENT_TIMEOUT_MS', 5000, 1, 3_600_000),
     logLevel: oneOf(env, 'LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     bodyLimit: bytes(env, 'BODY_LIMIT', 16 * 1024),
-    headersTimeoutMs: int(env, 'HEADERS_TIMEOUT_MS', 10_000, 1, 3_600_000),
+    headersTimeoutMs: int(env, 'HEADERS_TIMEOUT_MS', 9_000, 1, 3_600_000),
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1, 3_600_000),
     keepAliveTimeoutMs: int(env, 'KEEP_ALIVE_TIMEOUT_MS', 5_000, 1, 3_600_000),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 3_600_000),

@@ -38,6 +38,18 @@ export const errorCatalog = {
     description: 'The database cannot be reached; retry after the Retry-After delay.',
   },
   INTERNAL: { status: 500, description: 'A bug on our side; the body carries no internals.' },
+  // Answered by the HTTP server before any route, then the connection is closed (client-errors.ts).
+  BAD_HTTP_REQUEST: {
+    status: 400,
+    description:
+      'The request is not valid HTTP/1.1 (an unknown method, a malformed header, conflicting framing); sent before any route runs.',
+  },
+  REQUEST_TIMEOUT: {
+    status: 408,
+    description:
+      'The headers did not all arrive within HEADERS_TIMEOUT_MS, or the request within REQUEST_TIMEOUT_MS.',
+  },
+  HEADERS_TOO_LARGE: { status: 431, description: 'The request headers are larger than 16 KiB.' },
 } as const satisfies Record<string, { status: number; description: string }>
 
 export type ErrorCode = keyof typeof errorCatalog

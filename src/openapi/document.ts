@@ -24,7 +24,8 @@ Decisions where the seed description says "not shown":
   another name or tag (adding or removing a tag included) it answers 409.
 - **Errors**: \`error\` holds the HTTP status; \`message\` names the field and the rule; \`code\` is a stable
   catalog code (${Object.keys(errorCatalog).join(', ')}); \`details\` lists each field at fault.
-  Statuses beyond the seed's 400: 401, 403, 404, 405, 409, 413, 415, 500, 503.
+  Statuses beyond the seed's 400: 401, 403, 404, 405, 409, 413, 415, 500, 503; and, before any route
+  and followed by closing the connection, 408 (headers too slow) and 431 (headers over 16 KiB).
 - **Durability**: a 200 is sent only after the plant is committed to disk.
 - **Read, list, delete and webhooks** come from the fuller public sample this seed was trimmed from.
 `

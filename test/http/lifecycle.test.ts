@@ -87,26 +87,53 @@ for (const store of testStores()) {
       assert.match(service.output(), /stopped/)
     })
 
-    it('cuts off a client that trickles its headers within HEADERS_TIMEOUT_MS', async () => {
+    /** Sends a request line, then a header every 200 ms; resolves when the server hangs up. */
+    async function trickleHeaders(url: string, patienceMs: number) {
+      const socket = net.connect(Number(new URL(url).port), '127.0.0.1')
+      socket.on('error', () => {}) // a write after the server hung up is expected here
+      let received = ''
+      socket.on('data', (chunk) => (received += chunk))
+      const closed = new Promise<number>((resolve) => socket.once('close', () => resolve(Date.now())))
+      const started = Date.now()
+      socket.write('GET /healthz HTTP/1.1\r\n')
+      const trickle = setInterval(() => socket.writable && socket.write('X-Slow: a\r\n'), 200)
+      const end = await Promise.race([closed, sleep(patienceMs).then(() => 0)])
+      clearInterval(trickle)
+      socket.destroy()
+      assert.ok(end > 0, 'the slow client was never cut off')
+      return { afterMs: end - started, received }
+    }
+
+    it('cuts off a client that trickles its headers within HEADERS_TIMEOUT_MS, with a 408 Error', async () => {
       const service = await spawnService(await serviceEnv(store, { HEADERS_TIMEOUT_MS: '1500' }))
       try {
-        const socket = net.connect(Number(new URL(service.url).port), '127.0.0.1')
-        socket.on('error', () => {}) // a write after the server hung up is expected here
-        socket.resume()
-        const closed = new Promise<number>((resolve) => socket.once('close', () => resolve(Date.now())))
-        const started = Date.now()
-        socket.write('GET /healthz HTTP/1.1\r\n')
-        const trickle = setInterval(() => socket.writable && socket.write('X-Slow: a\r\n'), 200)
-        const end = await Promise.race([closed, sleep(8000).then(() => 0)])
-        clearInterval(trickle)
-        socket.destroy()
-        assert.ok(end > 0, 'the slow client was never cut off')
-        assert.ok(end - started < 8000)
+        const { afterMs, received } = await trickleHeaders(service.url, 8000)
+        assert.ok(afterMs >= 1500, `cut off after ${afterMs} ms`)
+        assert.match(received, /^HTTP\/1\.1 408 Request Timeout\r\n/)
+        assert.match(received, /content-type: application\/json/i)
+        const body = JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4))
+        assert.equal(body.error, 408)
+        assert.equal(body.code, 'REQUEST_TIMEOUT')
+        assert.match(service.output(), /"status":408.*"client error"/)
       } finally {
         service.child.kill('SIGKILL')
         await service.exited
       }
     })
+
+    if (store === 'sqlite') {
+      it('cuts off a trickling client within 10 s with the default settings', async () => {
+        const service = await spawnService(await serviceEnv(store))
+        try {
+          const { afterMs, received } = await trickleHeaders(service.url, 15_000)
+          assert.ok(afterMs < 10_000, `cut off only after ${afterMs} ms`)
+          assert.match(received, /^HTTP\/1\.1 408 /)
+        } finally {
+          service.child.kill('SIGKILL')
+          await service.exited
+        }
+      })
+    }
 
     it('closes idle keep-alive connections after KEEP_ALIVE_TIMEOUT_MS', async () => {
       const service = await spawnService(await serviceEnv(store, { KEEP_ALIVE_TIMEOUT_MS: '300' }))

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import net from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { rawRequest, request, startService, type TestService, testStores } from '../helpers.js'
 
@@ -78,6 +79,61 @@ for (const store of testStores()) {
         assert.equal(JSON.parse(response.text).error, 404)
       }
     })
+
+    /** Writes raw bytes on a fresh connection; resolves with all the server sent before closing. */
+    function rawExchange(bytes: string): Promise<string> {
+      return new Promise((resolve, reject) => {
+        const socket = net.connect(Number(new URL(service.url).port), '127.0.0.1', () => socket.write(bytes))
+        let received = ''
+        socket.on('data', (chunk) => (received += chunk))
+        socket.on('error', reject)
+        socket.on('close', () => resolve(received))
+      })
+    }
+
+    for (const [label, bytes, status, pattern] of [
+      [
+        'an unknown method',
+        'FOO /plants HTTP/1.1\r\nHost: x\r\n\r\n',
+        400,
+        /not valid HTTP\/1\.1: Invalid method/,
+      ],
+      [
+        'a header line without a colon',
+        'GET /plants HTTP/1.1\r\nHost: x\r\nBroken\r\n\r\n',
+        400,
+        /not valid HTTP/,
+      ],
+      [
+        'Content-Length with Transfer-Encoding',
+        'POST /plants HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+        400,
+        /not valid HTTP/,
+      ],
+      [
+        'a non-numeric Content-Length',
+        'POST /plants HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n',
+        400,
+        /not valid HTTP/,
+      ],
+      [
+        '20 KB of headers',
+        `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+        431,
+        /16384 bytes/,
+      ],
+    ] as const) {
+      it(`answers ${label} with ${status} in the Error shape and closes`, async () => {
+        const received = await rawExchange(bytes)
+        assert.match(received, new RegExp(`^HTTP/1\\.1 ${status} `))
+        assert.match(received, /\r\ncontent-type: application\/json; charset=utf-8\r\n/i)
+        const body = JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4))
+        assert.equal(body.error, status)
+        assert.match(body.message, pattern)
+        assert.equal(typeof body.code, 'string')
+        assert.equal((await request('GET', `${service.url}/healthz`)).status, 200)
+      })
+    }
 
     it('serves /healthz and /readyz as JSON', async () => {
       const health = await request('GET', `${service.url}/healthz`)

@@ -1,0 +1,62 @@
+import { maxHeaderSize } from 'node:http'
+import type { Duplex } from 'node:stream'
+import type { FastifyInstance } from 'fastify'
+import { type ErrorCode, errorCatalog } from '../errors.js'
+import { isLevelEnabled } from './lazy-request-logger.js'
+
+const REASON_PHRASES: Record<number, string> = {
+  400: 'Bad Request',
+  408: 'Request Timeout',
+  431: 'Request Header Fields Too Large',
+}
+
+type ParserError = Error & { code?: string; reason?: string }
+
+/** Node's parser and timeout errors as catalog codes, with a message a client can act on. */
+function describe(error: ParserError): { code: ErrorCode; message: string } {
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    return {
+      code: 'REQUEST_TIMEOUT',
+      message: 'the request did not arrive in time; the connection is closed',
+    }
+  }
+  if (error.code === 'HPE_HEADER_OVERFLOW') {
+    return {
+      code: 'HEADERS_TOO_LARGE',
+      message: `request headers must not be larger than ${maxHeaderSize} bytes; the connection is closed`,
+    }
+  }
+  const reason = (error.reason ?? 'unparsable request').replace(/\.$/, '')
+  return {
+    code: 'BAD_HTTP_REQUEST',
+    message: `request is not valid HTTP/1.1: ${reason}; the connection is closed`,
+  }
+}
+
+/**
+ * Fastify's `clientErrorHandler`: what Node's HTTP parser refuses (an unknown method, a header
+ * line without a colon, Content-Length with Transfer-Encoding, oversized headers, a trickling
+ * client) never reaches a route. Fastify's default answers those in a shape of its own
+ * (`"error": "Bad Request"`) and logs them at trace; this answers in the API's Error shape and
+ * logs one line, as for any request.
+ */
+export function clientErrorHandler(this: FastifyInstance, error: ParserError, socket: Duplex): void {
+  // A reset connection has nobody left to answer.
+  if (error.code === 'ECONNRESET' || socket.destroyed) return
+  const { code, message } = describe(error)
+  const status = errorCatalog[code].status
+  if (isLevelEnabled(this.log, 'info')) {
+    this.log.info({ status, code, parserError: error.code, reason: error.reason }, 'client error')
+  }
+  if (socket.writable) {
+    const body = JSON.stringify({ error: status, message, code })
+    socket.write(
+      `HTTP/1.1 ${status} ${REASON_PHRASES[status]}\r\n` +
+        'Content-Type: application/json; charset=utf-8\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+        'Connection: close\r\n\r\n' +
+        body,
+    )
+  }
+  socket.destroy()
+}
