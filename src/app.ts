@@ -40,7 +40,10 @@ export async function buildApp(config: Config, storage: Storage): Promise<Fastif
     requestTimeout: config.requestTimeoutMs,
     keepAliveTimeout: config.keepAliveTimeoutMs,
     forceCloseConnections: 'idle',
-    return503OnClosing: true,
+    // During a drain, a request arriving on a connection that is still open is served as usual,
+    // with Connection: close (the store stays open until the drain ends). Fastify's 503 for it
+    // was in a shape of its own, and made a rolling restart fail requests a peer would have served.
+    return503OnClosing: false,
     exposeHeadRoutes: true,
     schemaController: { compilersFactory: { buildSerializer: dedupedSerializers() } },
     clientErrorHandler,

@@ -101,7 +101,14 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
 
 function databaseUrl(env: Env): string | undefined {
   const raw = env.DATABASE_URL
-  if (raw === undefined || raw === '') return undefined
+  if (raw === undefined) return undefined
+  // Unlike the other settings, empty is not "the default": it would quietly give each instance
+  // of a PostgreSQL deployment a SQLite file of its own.
+  if (raw.trim() === '') {
+    throw new ConfigError(
+      'DATABASE_URL is set but empty: unset it to use the SQLite file, or give a postgres:// URL',
+    )
+  }
   if (!/^postgres(ql)?:\/\//.test(raw))
     throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://')
   return raw

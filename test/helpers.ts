@@ -1,4 +1,4 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { type ChildProcess, execFile, type SpawnOptions, spawn } from 'node:child_process'
 import { appendFileSync, mkdirSync, mkdtempSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
 import net from 'node:net'
@@ -119,16 +119,24 @@ export interface SpawnedService {
   exited: Promise<number | null>
 }
 
-/** Runs `plant-store serve [args]` as its own process, for crash, signal and multi-instance tests. */
+/**
+ * Runs `plant-store serve [args]` as its own process, for crash, signal and multi-instance tests;
+ * with `npmStart`, the way the README starts it (`npm start`, whose process is then `child`).
+ */
 export async function spawnService(
   env: Record<string, string>,
   args: string[] = [],
+  { npmStart = false } = {},
 ): Promise<SpawnedService> {
-  const child = spawn(process.execPath, [cliPath, 'serve', ...args], {
-    // Info level: the listening line tells the port, and tests read the request log.
+  // Info level: the listening line tells the port, and tests read the request log.
+  const options: SpawnOptions = {
+    cwd: projectRoot,
     env: { ...process.env, ...env, LOG_LEVEL: 'info', PORT: env.PORT ?? '0' },
     stdio: ['ignore', 'pipe', 'pipe'],
-  })
+  }
+  const child = npmStart
+    ? spawn('npm', ['start', '--silent', '--', ...args], options)
+    : spawn(process.execPath, [cliPath, 'serve', ...args], options)
   let output = ''
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
   const url = await new Promise<string>((resolve, reject) => {
@@ -163,9 +171,10 @@ export function runCli(args: string[], env: Record<string, string>): Promise<Cli
     execFile(
       process.execPath,
       [cliPath, ...args],
-      { env: { ...process.env, ...env } },
+      // A command that hangs fails its test (code 124, as timeout(1) says) instead of the suite.
+      { env: { ...process.env, ...env }, timeout: 30_000 },
       (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0
+        const code = error ? (error.killed ? 124 : typeof error.code === 'number' ? error.code : 1) : 0
         resolve({ code, stdout, stderr })
       },
     )

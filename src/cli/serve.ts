@@ -1,6 +1,6 @@
 import cluster from 'node:cluster'
 import { parseArgs } from 'node:util'
-import type { Config } from '../config.js'
+import { type Config, ConfigError } from '../config.js'
 import { type Background, createServer, exitOnSignals } from '../server.js'
 import type { Storage } from '../storage/storage.js'
 import { DeliveryWorker } from '../webhooks/delivery-worker.js'
@@ -35,5 +35,13 @@ export async function serveCommand(config: Config, storage: Storage, args: strin
       'no usable API token yet: create one with `npm run cli -- tokens create --name admin` (or `plant-store tokens create --name admin`)',
     )
   }
-  await server.listen()
+  try {
+    await server.listen()
+  } catch (error) {
+    await server.shutdown('could not listen')
+    throw new ConfigError(
+      `HOST and PORT: cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`,
+      { cause: error },
+    )
+  }
 }

@@ -1,21 +1,38 @@
-import type { Config } from '../config.js'
+import { ConfigError, type Config } from '../config.js'
 import { SqliteStorage } from './sqlite/sqlite-storage.js'
 import type { Storage } from './storage.js'
 
-/** The one place an adapter is chosen: PostgreSQL when DATABASE_URL is set, else the SQLite file. */
+/**
+ * The one place an adapter is chosen: PostgreSQL when DATABASE_URL is set, else the SQLite file.
+ * A store that cannot be opened stops the start with one line naming the variable to look at,
+ * not a stack trace.
+ */
 export async function openStorage(config: Config): Promise<Storage> {
   if (config.databaseUrl) {
     const { openPostgresStorage } = await import('./postgres/postgres-storage.js')
-    return openPostgresStorage({
-      url: config.databaseUrl,
-      poolSize: config.dbPoolSize,
-      statementTimeoutMs: config.dbStatementTimeoutMs,
-    })
+    try {
+      return await openPostgresStorage({
+        url: config.databaseUrl,
+        poolSize: config.dbPoolSize,
+        statementTimeoutMs: config.dbStatementTimeoutMs,
+      })
+    } catch (error) {
+      throw new ConfigError(`DATABASE_URL: cannot open the PostgreSQL store: ${(error as Error).message}`, {
+        cause: error,
+      })
+    }
   }
-  return new SqliteStorage({
-    path: config.dbPath,
-    synchronous: config.sqliteSync,
-    maxBatch: config.sqliteMaxBatch,
-    busyTimeoutMs: config.sqliteBusyTimeoutMs,
-  })
+  try {
+    return new SqliteStorage({
+      path: config.dbPath,
+      synchronous: config.sqliteSync,
+      maxBatch: config.sqliteMaxBatch,
+      busyTimeoutMs: config.sqliteBusyTimeoutMs,
+    })
+  } catch (error) {
+    throw new ConfigError(
+      `PLANT_STORE_DB: cannot open the SQLite store ${config.dbPath}: ${(error as Error).message}`,
+      { cause: error },
+    )
+  }
 }

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict'
-import { statSync } from 'node:fs'
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
-import { describe, it } from 'node:test'
+import os from 'node:os'
+import path from 'node:path'
+import { after, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { request, runCli, serviceEnv, spawnService, testStores } from '../helpers.js'
 
@@ -45,10 +47,11 @@ for (const store of testStores()) {
       }
     })
 
-    it('on SIGTERM finishes the request in flight, refuses new work and exits 0', async () => {
+    it('on SIGTERM finishes the request in flight, serves one pipelined behind it, refuses new connections, exits 0', async () => {
       const env = await serviceEnv(store)
       const token = await tokenFor(env)
       const service = await spawnService(env)
+      await request('POST', `${service.url}/plants`, { token, body: { id: 76, name: 'before' } })
       // A request whose body is still arriving when the signal lands.
       const port = Number(new URL(service.url).port)
       const socket = net.connect(port, '127.0.0.1')
@@ -65,10 +68,17 @@ for (const store of testStores()) {
       socket.on('data', (chunk) => {
         reply += chunk.toString()
       })
-      socket.write(body.slice(10))
+      // A request that arrives on an open connection during the drain is served, and told to close.
+      socket.write(
+        `${body.slice(10)}GET /plants/76 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`,
+      )
       const code = await service.exited
       await new Promise((resolve) => setTimeout(resolve, 50))
-      assert.match(reply, /^HTTP\/1\.1 200/)
+      const [first, second] = reply.split(/(?=HTTP\/1\.1 )/)
+      assert.match(first ?? '', /^HTTP\/1\.1 200/)
+      assert.match(second ?? '', /^HTTP\/1\.1 200 OK\r\n/, reply)
+      assert.match(second ?? '', /\r\nconnection: close\r\n/i)
+      assert.match(second ?? '', /\{"id":76,"name":"before"\}$/)
       assert.equal(code, 0)
       socket.destroy()
       const restarted = await spawnService({ ...env, KEEP_DATABASE: '1' })
@@ -122,6 +132,28 @@ for (const store of testStores()) {
     })
 
     if (store === 'sqlite') {
+      it('stops gracefully, exit 0, when `npm start` itself gets SIGTERM', async () => {
+        const service = await spawnService(await serviceEnv(store), [], { npmStart: true })
+        const nodePid = Number(/"pid":(\d+)/.exec(service.output())?.[1])
+        assert.ok(nodePid > 0 && nodePid !== service.child.pid, service.output())
+        service.child.kill('SIGTERM')
+        const code = await Promise.race([service.exited, sleep(10_000).then(() => 'still running')])
+        const alive = () => {
+          try {
+            process.kill(nodePid, 0)
+            return true
+          } catch {
+            return false
+          }
+        }
+        for (let i = 0; i < 50 && alive(); i++) await sleep(100)
+        if (alive()) process.kill(nodePid, 'SIGKILL')
+        if (code === 'still running') service.child.kill('SIGKILL')
+        assert.equal(code, 0, 'npm start exits 0')
+        assert.equal(alive(), false, 'the server outlived npm')
+        assert.match(service.output(), /"reason":"SIGTERM".*\n(.*\n)*.*"msg":"stopped"/)
+      })
+
       it('cuts off a trickling client within 10 s with the default settings', async () => {
         const service = await spawnService(await serviceEnv(store))
         try {
@@ -215,20 +247,32 @@ describe('the built service (dist/bundle)', () => {
 })
 
 describe('configuration', () => {
+  const folder = mkdtempSync(path.join(os.tmpdir(), 'plant-store-config-'))
+  after(() => rmSync(folder, { recursive: true, force: true }))
+  const unopenable = path.join(folder, 'not-a-database.db')
+  writeFileSync(unopenable, 'this is not SQLite, just text long enough to have a header')
   for (const [name, value] of [
     ['PORT', 'eighty'],
     ['PORT', '70000'],
     ['LOG_LEVEL', 'loud'],
     ['BODY_LIMIT', 'big'],
     ['DATABASE_URL', 'mysql://x'],
+    ['DATABASE_URL', ''],
+    ['DATABASE_URL', '  '],
     ['SQLITE_SYNC', 'sometimes'],
     ['WEBHOOK_LEASE_MS', '5000'],
     ['TOKEN_CACHE_MS', '5000'],
+    ['HOST', 'not-a-host..'],
+    ['PLANT_STORE_DB', folder],
+    ['PLANT_STORE_DB', unopenable],
+    ['PLANT_STORE_DB', '/proc/plant-store-nope/x.db'],
   ] as const) {
-    it(`stops startup on ${name}=${value} with a message naming ${name}`, async () => {
-      const result = await runCli(['serve'], { [name]: value, PLANT_STORE_DB: '/tmp/never-created/x.db' })
-      assert.notEqual(result.code, 0)
+    it(`stops startup on ${name}=${JSON.stringify(value)} with one line naming ${name}`, async () => {
+      const env = { PLANT_STORE_DB: path.join(folder, 'never-created/x.db'), PORT: '0', [name]: value }
+      const result = await runCli(['serve'], env)
+      assert.equal(result.code, 1, result.stderr)
       assert.match(result.stderr, new RegExp(name))
+      assert.doesNotMatch(result.stderr, /\n\s+at /, 'no stack trace')
     })
   }
 })

@@ -116,7 +116,7 @@ export function openSqliteDatabase(
   role: keyof typeof ROLES = 'main',
 ): Database.Database {
   const settings = ROLES[role]
-  fs.mkdirSync(path.dirname(options.path), { recursive: true })
+  ensureFolder(path.dirname(options.path))
   const db = new Database(options.path)
   try {
     db.pragma('journal_mode = WAL')
@@ -130,5 +130,23 @@ export function openSqliteDatabase(
   } catch (error) {
     db.close()
     throw error
+  }
+}
+
+/**
+ * `mkdir -p`, by hand: on a filesystem that answers ENOENT although the parent exists (a path
+ * under /proc), `fs.mkdirSync(folder, { recursive: true })` loops forever in Node 20, and a bad
+ * PLANT_STORE_DB hung the process instead of failing it.
+ */
+function ensureFolder(folder: string): void {
+  const missing: string[] = []
+  for (let dir = folder; !fs.existsSync(dir); dir = path.dirname(dir)) missing.unshift(dir)
+  for (const dir of missing) {
+    try {
+      fs.mkdirSync(dir)
+    } catch (error) {
+      // Another process starting on the same store may have made it first.
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    }
   }
 }
