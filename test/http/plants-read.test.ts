@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
+import postgres from 'postgres'
 import { request, startService, type TestService, testStores } from '../helpers.js'
 
 for (const store of testStores()) {
@@ -66,3 +67,49 @@ for (const store of testStores()) {
     })
   })
 }
+
+describe('a statement timeout on PostgreSQL', () => {
+  if (!testStores().includes('postgres')) {
+    it('runs only with TEST_DATABASE_URL (PostgreSQL)', () => {
+      assert.equal(process.env.TEST_DATABASE_URL, undefined)
+    })
+    return
+  }
+
+  it('answers 503 with Retry-After, not a 500, while a lock holds a statement past DB_STATEMENT_TIMEOUT_MS', async () => {
+    const service = await startService('postgres', { DB_STATEMENT_TIMEOUT_MS: '300' })
+    const locker = postgres(process.env.TEST_DATABASE_URL as string, { max: 1, onnotice: () => {} })
+    try {
+      const token = await service.token()
+      await request('POST', `${service.url}/plants`, { token, body: { id: 9, name: 'Locked' } })
+      let release = () => {}
+      const held = new Promise<void>((resolve) => (release = resolve))
+      let locked = () => {}
+      const isLocked = new Promise<void>((resolve) => (locked = resolve))
+      const transaction = locker.begin(async (sql) => {
+        await sql`LOCK TABLE plants IN ACCESS EXCLUSIVE MODE`
+        locked()
+        await held
+      })
+      await isLocked
+      const read = await request('GET', `${service.url}/plants/9`, { token })
+      const list = await request('GET', `${service.url}/plants?limit=5`, { token })
+      const create = await request('POST', `${service.url}/plants`, {
+        token,
+        body: { id: 10, name: 'Waits' },
+      })
+      release()
+      await transaction
+      for (const response of [read, list, create]) {
+        assert.equal(response.status, 503, response.text)
+        assert.equal(response.json.error, 503)
+        assert.equal(response.json.code, 'STORE_UNAVAILABLE')
+        assert.equal(response.headers.get('retry-after'), '5')
+      }
+      assert.equal((await request('GET', `${service.url}/plants/9`, { token })).status, 200)
+    } finally {
+      await locker.end({ timeout: 5 })
+      await service.close()
+    }
+  })
+})

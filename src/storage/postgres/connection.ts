@@ -28,6 +28,9 @@ const UNREACHABLE_CODES = new Set([
   'CONNECTION_DESTROYED',
 ])
 
+/** query_canceled: here, a statement that ran past statement_timeout. */
+const STATEMENT_TIMEOUT_SQLSTATE = '57014'
+
 /** SQLSTATEs meaning "the server is going away, starting up or full", as opposed to a bad query. */
 const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300'])
 
@@ -54,8 +57,17 @@ export function isUnavailableError(error: unknown): boolean {
   return UNREACHABLE_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code) || /^08[0-9A-Z]{3}$/.test(code)
 }
 
-/** StoreUnavailableError for connectivity failures; any other error is returned unchanged. */
+/**
+ * StoreUnavailableError (a 503 with Retry-After) for connectivity failures and for a statement
+ * cancelled by DB_STATEMENT_TIMEOUT_MS (a lock or an overloaded server: worth a retry, not a bug);
+ * any other error is returned unchanged.
+ */
 export function toStoreError(error: unknown): unknown {
+  if (errorCode(error) === STATEMENT_TIMEOUT_SQLSTATE) {
+    return new StoreUnavailableError('PostgreSQL did not answer within DB_STATEMENT_TIMEOUT_MS (57014)', {
+      cause: error,
+    })
+  }
   if (!isUnavailableError(error)) return error
   const detail = error instanceof Error ? error.message : String(error)
   return new StoreUnavailableError(`PostgreSQL is unavailable (${errorCode(error)}): ${detail}`, {
