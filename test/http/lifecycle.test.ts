@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict'
+import { execFileSync, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { after, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { request, runCli, serviceEnv, spawnService, testStores } from '../helpers.js'
+import { cliPath, freePort, request, runCli, serviceEnv, spawnService, testStores } from '../helpers.js'
 
 async function tokenFor(env: Record<string, string>): Promise<string> {
   const created = await runCli(['tokens', 'create', '--name', 'lifecycle'], env)
@@ -88,6 +89,40 @@ for (const store of testStores()) {
         restarted.child.kill('SIGTERM')
         assert.equal(await restarted.exited, 0)
       }
+    })
+
+    it('exits 0 on SIGTERM when whoever read its log output has gone away', async () => {
+      // As `serve 2>&1 | head -c 300` leaves it: the reader goes after the first lines, and every
+      // later log write fails with EPIPE. sonic-boom's flush at exit retried those for ever (see
+      // patches/); this exact command reproduced that by hand, though not (yet) under the runner.
+      const port = await freePort()
+      const env = { ...process.env, ...(await serviceEnv(store)), PORT: String(port), LOG_LEVEL: 'info' }
+      const shell = spawn(
+        'bash',
+        ['-c', `"${process.execPath}" "${cliPath}" serve 2>&1 | head -c 300 >/dev/null`],
+        {
+          env,
+          stdio: 'ignore',
+        },
+      )
+      const exited = new Promise<number | null>((resolve) => shell.on('exit', (code) => resolve(code)))
+      let ready = false
+      for (let i = 0; i < 100 && !ready; i++) {
+        ready = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+          (response) => response.ok,
+          () => false,
+        )
+        if (!ready) await sleep(50)
+      }
+      assert.ok(ready, 'the service never answered')
+      const servicePid = Number(
+        execFileSync('pgrep', ['-P', String(shell.pid), '-f', cliPath], { encoding: 'utf8' }),
+      )
+      process.kill(servicePid, 'SIGTERM')
+      // The pipeline's status is head's; the shell exits only once the service has.
+      const code = await Promise.race([exited, sleep(10_000).then(() => 'still running')])
+      if (code === 'still running') process.kill(servicePid, 'SIGKILL')
+      assert.notEqual(code, 'still running', 'the service did not exit on SIGTERM')
     })
 
     it('exits 0 on SIGINT', async () => {
