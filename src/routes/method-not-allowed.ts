@@ -9,6 +9,9 @@ import { ApiError } from '../errors.js'
  * reaches a route: Node hands it to the server's 'connect' event.
  */
 export function routeEveryHttpMethod(app: FastifyInstance): void {
+  // No route reads a DELETE's body; treated as bodyless, one is ignored like a GET's, instead of
+  // being parsed into 400, 413 or 415 answers for a body nobody wanted.
+  app.addHttpMethod('DELETE', { hasBody: false, overrideExisting: true })
   for (const method of METHODS) {
     if (method === 'CONNECT' || app.supportedMethods.includes(method)) continue
     app.addHttpMethod(method)

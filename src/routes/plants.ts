@@ -127,12 +127,20 @@ export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: To
     },
     async (request, reply) => {
       const query = request.query
-      const limit = query.limit === undefined ? DEFAULT_LIMIT : Number(query.limit)
-      // Ajv checked a coerced copy; re-check the number actually used ("Infinity" coerces oddly).
+      // Ajv checked a coerced copy, which takes "0x10", "1e2", "+5" or " 3"; the text itself must be
+      // decimal digits, like the ids.
+      const limit =
+        query.limit === undefined ? DEFAULT_LIMIT : /^\d{1,4}$/.test(query.limit) ? Number(query.limit) : NaN
       if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
-        throw new ApiError('VALIDATION_FAILED', 'query parameter limit must be an integer from 1 to 1000', {
-          details: [{ field: 'limit', rule: 'must be an integer from 1 to 1000' }],
-        })
+        throw new ApiError(
+          'VALIDATION_FAILED',
+          'query parameter limit must be an integer from 1 to 1000, written in decimal digits',
+          {
+            details: [
+              { field: 'limit', rule: 'must be an integer from 1 to 1000, written in decimal digits' },
+            ],
+          },
+        )
       }
       const after = query.after === undefined ? undefined : textId(query.after, 'after', 'query parameter')
       const tag = query.tag
@@ -179,12 +187,10 @@ export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: To
         ...byId,
         operationId: 'deletePlant',
         summary: 'Delete one plant',
-        description:
-          'The id can be created again afterwards. A request body is not needed and is ignored, but one that ' +
-          'is sent must be JSON within the body limit (else 415 or 413, and nothing is deleted).',
+        description: 'The id can be created again afterwards. A request body is ignored.',
         response: {
           204: { type: 'null', description: 'Deleted; no body' },
-          ...errorResponses(400, 401, 403, 404, 413, 415, 500, 503),
+          ...errorResponses(400, 401, 403, 404, 500, 503),
         },
       },
     },
