@@ -95,7 +95,7 @@ node "$cli" migrate >&2
 
 for i in 0 1 2; do
   n=$((i + 1))
-  PORT="${ports[$i]}" HOST=127.0.0.1 LOG_LEVEL="${LOG_LEVEL:-info}" \
+  PORT="${ports[$i]}" HOST=127.0.0.1 TRUST_PROXY=127.0.0.1 LOG_LEVEL="${LOG_LEVEL:-info}" \
     node "${node_flags[@]}" "$cli" serve >"$demo_dir/instance-$n.log" 2>&1 &
   pids+=("$!")
   echo "$!" >"$demo_dir/instance-$n.pid"

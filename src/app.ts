@@ -34,6 +34,9 @@ export async function buildApp(config: Config, storage: Storage): Promise<Fastif
     genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
     childLoggerFactory: lazyRequestLogger,
     bodyLimit: config.bodyLimit,
+    // Behind a load balancer, the client's scheme and host (for the list's Link URL) come from
+    // X-Forwarded-Proto/-Host, believed only from the proxies TRUST_PROXY names.
+    trustProxy: config.trustProxy,
     // A slow-loris client must not hold a socket: Node checks every CONNECTION_CHECK_MS for headers
     // older than headersTimeout, so with the defaults one is cut off 9 to 9.5 s after it began.
     http: { headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: CONNECTION_CHECK_MS },

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net'
 import path from 'node:path'
 
 /**
@@ -49,6 +50,11 @@ export interface Config {
   webhookLeaseMs: number
   /** Run the webhook delivery worker in this process. */
   webhookWorker: boolean
+  /**
+   * `TRUST_PROXY`: the proxies whose X-Forwarded-Proto/-Host/-For are believed (for the list's
+   * `Link` URL and the logs), as IP addresses or CIDR ranges; `true` trusts any. Default: none.
+   */
+  trustProxy: boolean | string[]
 }
 
 export class ConfigError extends Error {
@@ -114,6 +120,25 @@ function databaseUrl(env: Env): string | undefined {
   return raw
 }
 
+function trustProxy(env: Env): boolean | string[] {
+  const raw = env.TRUST_PROXY?.trim()
+  if (!raw || raw.toLowerCase() === 'false') return false
+  if (raw.toLowerCase() === 'true') return true
+  const entries = raw.split(',').map((entry) => entry.trim())
+  for (const entry of entries) {
+    const [address = '', prefix, ...rest] = entry.split('/')
+    const family = isIP(address)
+    const prefixOk =
+      prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 6 ? 128 : 32))
+    if (!family || !prefixOk || rest.length > 0) {
+      throw new ConfigError(
+        `TRUST_PROXY must be true, false, or a comma-separated list of IP addresses or CIDR ranges, got "${entry}"`,
+      )
+    }
+  }
+  return entries
+}
+
 /** Reads and checks the environment; throws a ConfigError naming the first bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const host = env.HOST?.trim() || '127.0.0.1'
@@ -141,6 +166,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookPollMs: int(env, 'WEBHOOK_POLL_MS', 1_000, 10, 600_000),
     webhookLeaseMs: int(env, 'WEBHOOK_LEASE_MS', 60_000, 100, 86_400_000),
     webhookWorker: bool(env, 'WEBHOOK_WORKER', true),
+    trustProxy: trustProxy(env),
   }
   // A lease shorter than a send would let another claim (even this worker's) resend it meanwhile.
   if (config.webhookLeaseMs <= config.webhookTimeoutMs) {

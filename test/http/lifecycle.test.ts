@@ -298,6 +298,8 @@ describe('configuration', () => {
     ['WEBHOOK_LEASE_MS', '5000'],
     ['TOKEN_CACHE_MS', '5000'],
     ['HOST', 'not-a-host..'],
+    ['TRUST_PROXY', 'nginx'],
+    ['TRUST_PROXY', '10.0.0.0/33'],
     ['PLANT_STORE_DB', folder],
     ['PLANT_STORE_DB', unopenable],
     ['PLANT_STORE_DB', '/proc/plant-store-nope/x.db'],

@@ -136,6 +136,13 @@ if (
 
           const read = await request('GET', `${url}/plants/9223372036854775807`, { token })
           assert.equal(read.status, 200)
+
+          // The next-page link points back through nginx, with its port, and works.
+          await request('POST', `${url}/plants`, { token, body: { id: 1, name: 'first' } })
+          const page = await request('GET', `${url}/plants?limit=1`, { token })
+          const next = /^<([^>]+)>; rel="next"$/.exec(page.headers.get('link') ?? '')?.[1]
+          assert.equal(next, `${url}/plants?limit=1&after=1`)
+          assert.equal((await request('GET', next, { token })).status, 200)
           assert.equal(read.text, '{"id":9223372036854775807,"name":"Behind nginx","tag":"lb"}')
 
           // The service's 401 comes through untouched: status, Error body and challenge.

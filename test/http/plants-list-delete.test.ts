@@ -64,6 +64,35 @@ for (const store of testStores()) {
       assert.equal(pages, Math.ceil(ids.length / 37))
     })
 
+    it('builds Link from X-Forwarded-Proto and -Host only when TRUST_PROXY trusts the sender', async () => {
+      const forwarded = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'shop.example:8443' }
+      const direct = await request('GET', `${service.url}/plants?limit=1`, { token, headers: forwarded })
+      assert.equal(
+        nextUrl(direct.headers.get('link'))?.startsWith(`${service.url}/plants?limit=1&after=`),
+        true,
+      )
+      for (const [trust, expected] of [
+        ['127.0.0.1', 'https://shop.example:8443/plants?limit=1&after='],
+        ['10.0.0.0/8', `${service.url}/plants?limit=1&after=`],
+      ] as const) {
+        // Store-independent, so on a SQLite file of its own: this suite's store keeps its plant count.
+        const behind = await startService('sqlite', { TRUST_PROXY: trust })
+        try {
+          const behindToken = await behind.token()
+          await request('POST', `${behind.url}/plants`, { token: behindToken, body: { id: 1, name: 'a' } })
+          await request('POST', `${behind.url}/plants`, { token: behindToken, body: { id: 2, name: 'b' } })
+          const page = await request('GET', `${behind.url}/plants?limit=1`, {
+            token: behindToken,
+            headers: forwarded,
+          })
+          const link = nextUrl(page.headers.get('link')) ?? ''
+          assert.ok(link.startsWith(expected.replace(service.url, behind.url)), `${trust}: ${link}`)
+        } finally {
+          await behind.close()
+        }
+      }
+    })
+
     it('sends no Link on the last page, even when it is exactly full', async () => {
       const response = await list(`?limit=2&after=${ids.at(-3)}`)
       assert.equal(response.status, 200)
