@@ -26,7 +26,10 @@ export interface DeliveryWorkerOptions {
   storage: Storage
   config: WorkerConfig
   logger: WorkerLogger
-  /** Sends in flight in this process, across all subscribers. */
+  /**
+   * Sends in flight in this process across the subscribers that are below `perSubscription`; those
+   * at it (slow ones) hold at most that many each on top.
+   */
   maxInFlight?: number
   /** Sends in flight to one subscriber; a slow one is skipped by claims once it has this many. */
   perSubscription?: number
@@ -64,9 +67,10 @@ function describeError(error: unknown): string {
 /**
  * Delivers the webhook outbox in the background. Every `webhookPollMs` (or sooner when nudged, or
  * when a send finishes) it leases due deliveries from the store and POSTs each one, concurrently:
- * the poll loop never waits for a send, so one slow subscriber never holds up the others. At most
+ * the poll loop never waits for a send, so slow subscribers never hold up the others. At most
  * `perSubscription` sends per subscriber are in flight (a claim may add up to that many again while
- * some are still running, so the hard bound is below twice that), and `maxInFlight` in all.
+ * some are still running, so the hard bound is below twice that), and `maxInFlight` across the
+ * subscribers below that limit: however many subscribers hang, the healthy ones keep their share.
  *
  * Guarantees come from the store: a delivery is leased to this worker until `now + webhookLeaseMs`
  * and recordAttempt is ignored once the lease went to another owner. A crash simply lets the lease
@@ -157,9 +161,12 @@ export class DeliveryWorker implements Background {
 
   /** One claim round; never throws. */
   private async tick(): Promise<void> {
-    const free = this.maxInFlight - this.inFlight.size
-    if (free <= 0) return
     const saturated = [...this.perSubscriber].filter(([, n]) => n >= this.perSubscription).map(([id]) => id)
+    // Sends held by subscribers at their own limit (the slow ones) do not count against the shared
+    // limit: otherwise sixteen hanging subscribers would fill it and hold up every healthy one.
+    const heldBySaturated = saturated.reduce((sum, id) => sum + (this.perSubscriber.get(id) ?? 0), 0)
+    const free = this.maxInFlight - (this.inFlight.size - heldBySaturated)
+    if (free <= 0) return
     const now = new Date()
     let claimed: LeasedDelivery[]
     try {
@@ -246,12 +253,16 @@ export class DeliveryWorker implements Background {
       clearTimeout(timer)
     }
 
-    // Cut short by stop(): not an attempt the receiver answered; the lease expires and it is sent again.
-    if (interrupted) return
+    // Cut short by stop(): recorded, so the operator sees it, and due again at once rather than when
+    // the lease runs out, for this process after a restart or for another instance now. The
+    // subscriber may have received it: it is sent again with the same webhook-id, as after a crash.
+    if (interrupted) error = 'interrupted: the worker stopped before the subscriber answered'
     const ok = error === null
     const at = new Date()
     const attempts = delivery.attempts + 1
-    const retryAt = ok ? null : nextRetryAt(this.policy, attempts, at)
+    const backoff = ok ? null : nextRetryAt(this.policy, attempts, at)
+    // An interrupted send is due again at once (if an attempt is left), not after a backoff.
+    const retryAt = interrupted && backoff ? at : backoff
     const fields = { deliveryId: delivery.id, subscriptionId: delivery.subscriptionId, attempts, status }
     if (ok) this.log.debug(fields, 'webhook delivered')
     else if (retryAt) this.log.info({ ...fields, error, retryAt }, 'webhook attempt failed; will retry')
@@ -273,9 +284,9 @@ export class DeliveryWorker implements Background {
   }
 
   /**
-   * Stops polling, lets sends in flight finish for up to `stopGraceMs`, then aborts the rest without
-   * recording them (their leases expire and they are retried, by this process after a restart or by
-   * another instance). Never throws.
+   * Stops polling, lets sends in flight finish for up to `stopGraceMs`, then aborts the rest and
+   * records each as an interrupted attempt that is due again at once (by this process after a
+   * restart, or by another instance). Never throws.
    */
   stop(): Promise<void> {
     this.stopping ??= this.shutdown().catch((error) => {
@@ -297,7 +308,7 @@ export class DeliveryWorker implements Background {
       if (!finished) {
         this.log.warn(
           { inFlight: this.inFlight.size },
-          'aborting webhook sends still in flight; they will be retried',
+          'aborting webhook sends still in flight; they will be retried at once',
         )
         for (const entry of this.inFlight.values()) entry.controller.abort(new Error('worker stopping'))
         // Aborted sends settle at once; a record stuck on the store must not hold shutdown forever.

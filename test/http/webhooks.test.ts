@@ -450,6 +450,21 @@ for (const store of testStores()) {
       await waitFor('all six at the slow subscriber', () => slow.acknowledged().size === 6)
     })
 
+    it('does not let twenty hanging subscribers hold up a healthy one', async (t) => {
+      const ctx = await setup(t, { WEBHOOK_TIMEOUT_MS: '30000', WEBHOOK_LEASE_MS: '60000' })
+      const hanging = await ctx.receiver()
+      hanging.answer = () => 'hold'
+      // Twenty subscriptions (one receiver, twenty paths): 20 x 4 sends would fill a shared limit of 64.
+      for (let i = 0; i < 20; i++) await ctx.addSubscriber(`${hanging.url}/slow${i}`)
+      const healthy = await ctx.receiver()
+      await ctx.subscribe(healthy)
+      await ctx.start()
+      for (let id = 1; id <= 10; id++)
+        assert.equal((await ctx.post(`{"id":${id},"name":"P${id}"}`)).status, 200)
+      await waitFor('all ten at the healthy subscriber', () => healthy.acknowledged().size === 10, 8_000)
+      assert.ok(hanging.holding.length >= 64, `only ${hanging.holding.length} sends held by the hanging ones`)
+    })
+
     it('answers POST /plants without waiting for subscribers', async (t) => {
       const ctx = await setup(t, { WEBHOOK_TIMEOUT_MS: '30000', WEBHOOK_LEASE_MS: '60000' })
       const receiver = await ctx.receiver()
@@ -499,10 +514,10 @@ for (const store of testStores()) {
       assert.deepEqual(rows.map((row) => row.plantId).sort(), ['31', '32', '33', '34'])
     })
 
-    it('drains on SIGTERM: a send still held is abandoned, then delivered after restart', async (t) => {
-      // The send (timeout 6 s) outlives the stop grace (5 s), so stop() aborts it without recording
-      // it; its 7 s lease then expires and the restarted worker sends it again.
-      const ctx = await setup(t, { WEBHOOK_TIMEOUT_MS: '6000', WEBHOOK_LEASE_MS: '7000' })
+    it('drains on SIGTERM: a send still held is recorded as interrupted, then resent right after restart', async (t) => {
+      // The send (timeout 6 s) outlives the stop grace (5 s), so stop() aborts it and records it as
+      // due at once; the restarted worker sends it again without waiting for its 60 s lease.
+      const ctx = await setup(t, { WEBHOOK_TIMEOUT_MS: '6000', WEBHOOK_LEASE_MS: '60000' })
       const receiver = await ctx.receiver()
       receiver.answer = () => 'hold'
       await ctx.subscribe(receiver)
@@ -516,11 +531,13 @@ for (const store of testStores()) {
       assert.match(first.output(), /aborting webhook sends still in flight/)
       const [row] = await ctx.deliveries()
       assert.equal(row?.status, 'pending')
-      assert.equal(row?.attempts, 0, 'an interrupted send is not counted as an attempt')
+      assert.equal(row?.attempts, 1, 'the interrupted send is an attempt the operator can see')
+      assert.match(row?.lastError ?? '', /^interrupted: the worker stopped/)
 
       receiver.answer = () => 200
       await ctx.start()
-      await waitFor('delivery after restart', () => receiver.acknowledged().has(heldId ?? ''), 15_000)
+      // Well inside the lease: the send is due at once, not when its lease runs out.
+      await waitFor('delivery right after restart', () => receiver.acknowledged().has(heldId ?? ''), 10_000)
     })
 
     it('resumes pending deliveries after a restart when the worker was off', async (t) => {
