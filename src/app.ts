@@ -52,15 +52,19 @@ export async function buildApp(config: Config, storage: Storage): Promise<Fastif
     clientErrorHandler,
     // Malformed percent-encoding and over-long path parameters are rejected by the router before
     // any route runs; answer them in the Error shape like everything else.
+    // The only path parameter is a plant id.
     frameworkErrors: (error, _request, reply) =>
       sendError(
         reply,
-        new ApiError(
-          'VALIDATION_FAILED',
-          error.code === 'FST_ERR_MAX_PARAM_LENGTH'
-            ? 'path parameter is too long: ids have at most 20 characters'
-            : 'URL is malformed: bad percent-encoding',
-        ),
+        error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+          ? new ApiError(
+              'VALIDATION_FAILED',
+              'path parameter id is too long: an id has at most 20 characters',
+              {
+                details: [{ field: 'id', rule: 'has at most 20 characters' }],
+              },
+            )
+          : new ApiError('VALIDATION_FAILED', 'URL is malformed: bad percent-encoding'),
       ),
   })
 

@@ -9,6 +9,8 @@ import {
 import type { Storage, TokenRecord } from '../storage/storage.js'
 import { CommandError, print, table, UsageError } from './output.js'
 
+const MAX_EXPIRY_MS = 36_500 * 86_400_000
+
 export const tokensUsage = `plant-store tokens create --name NAME [--scopes plants:read,plants:write] [--expires-in 30d]
 plant-store tokens list [--json]
 plant-store tokens revoke ID`
@@ -47,6 +49,10 @@ async function create(storage: Storage, args: string[]): Promise<void> {
     const ms = parseDuration(values['expires-in'])
     if (ms === undefined) throw new UsageError('--expires-in must look like 30d, 12h, 15m, 45s or 2w')
     expiresAt = new Date(Date.now() + ms)
+    // Past the largest Date (about 275,000 years) it is Invalid Date, which stored as "never".
+    if (Number.isNaN(expiresAt.getTime()) || ms > MAX_EXPIRY_MS) {
+      throw new UsageError('--expires-in must be at most 100 years (36500d)')
+    }
   }
   const secret = generateTokenSecret()
   await storage.createToken({

@@ -52,6 +52,9 @@ for (const store of testStores()) {
         assert.equal(response.json.error, 400)
         assert.equal(typeof response.json.message, 'string')
       }
+      const long = await request('GET', `${service.url}/plants/${'1'.repeat(150)}`, { token })
+      assert.match(long.json.message, /^path parameter id is too long/)
+      assert.deepEqual(long.json.details, [{ field: 'id', rule: 'has at most 20 characters' }])
     })
 
     it('answers 400 naming tag for a NUL in the tag filter', async () => {
