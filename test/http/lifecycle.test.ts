@@ -159,6 +159,8 @@ for (const store of testStores()) {
         const body = JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4))
         assert.equal(body.error, 408)
         assert.equal(body.code, 'REQUEST_TIMEOUT')
+        // The log line travels through a pipe; give it a moment.
+        for (let i = 0; i < 40 && !/"status":408.*"client error"/.test(service.output()); i++) await sleep(50)
         assert.match(service.output(), /"status":408.*"client error"/)
       } finally {
         service.child.kill('SIGKILL')
