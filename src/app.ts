@@ -50,9 +50,8 @@ export async function buildApp(config: Config, storage: Storage): Promise<Fastif
     exposeHeadRoutes: true,
     schemaController: { compilersFactory: { buildSerializer: dedupedSerializers() } },
     clientErrorHandler,
-    // Malformed percent-encoding and over-long path parameters are rejected by the router before
-    // any route runs; answer them in the Error shape like everything else.
-    // The only path parameter is a plant id.
+    // Malformed percent-encoding and over-long path parameters (the only one is a plant id) are
+    // rejected by the router before any route runs; answer them in the Error shape too.
     frameworkErrors: (error, _request, reply) =>
       sendError(
         reply,

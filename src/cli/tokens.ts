@@ -48,11 +48,9 @@ async function create(storage: Storage, args: string[]): Promise<void> {
   if (values['expires-in'] !== undefined) {
     const ms = parseDuration(values['expires-in'])
     if (ms === undefined) throw new UsageError('--expires-in must look like 30d, 12h, 15m, 45s or 2w')
+    // Far enough out, the Date is Invalid Date, which would be stored as "never".
+    if (ms > MAX_EXPIRY_MS) throw new UsageError('--expires-in must be at most 100 years (36500d)')
     expiresAt = new Date(Date.now() + ms)
-    // Past the largest Date (about 275,000 years) it is Invalid Date, which stored as "never".
-    if (Number.isNaN(expiresAt.getTime()) || ms > MAX_EXPIRY_MS) {
-      throw new UsageError('--expires-in must be at most 100 years (36500d)')
-    }
   }
   const secret = generateTokenSecret()
   await storage.createToken({

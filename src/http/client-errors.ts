@@ -1,14 +1,8 @@
-import { maxHeaderSize } from 'node:http'
+import { maxHeaderSize, STATUS_CODES } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import { type ErrorCode, errorCatalog } from '../errors.js'
 import { isLevelEnabled } from './lazy-request-logger.js'
-
-const REASON_PHRASES: Record<number, string> = {
-  400: 'Bad Request',
-  408: 'Request Timeout',
-  431: 'Request Header Fields Too Large',
-}
 
 type ParserError = Error & { code?: string; reason?: string }
 
@@ -51,7 +45,7 @@ export function clientErrorHandler(this: FastifyInstance, error: ParserError, so
   if (socket.writable) {
     const body = JSON.stringify({ error: status, message, code })
     socket.write(
-      `HTTP/1.1 ${status} ${REASON_PHRASES[status]}\r\n` +
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
         'Content-Type: application/json; charset=utf-8\r\n' +
         `Content-Length: ${Buffer.byteLength(body)}\r\n` +
         'Connection: close\r\n\r\n' +

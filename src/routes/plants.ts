@@ -11,6 +11,7 @@ import { checkText } from './plant-text.js'
 
 const bearer = [{ bearerAuth: [] }]
 const DEFAULT_LIMIT = 100
+const LIMIT_RULE = 'must be an integer from 1 to 1000, written in decimal digits'
 /**
  * Reads are sent as the JSON text the store built (see PlantPage in storage.ts); a string body
  * with a JSON content type skips Fastify's serializer. The declared response schemas still
@@ -129,18 +130,11 @@ export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: To
       const query = request.query
       // Ajv checked a coerced copy, which takes "0x10", "1e2", "+5" or " 3"; the text itself must be
       // decimal digits, like the ids.
-      const limit =
-        query.limit === undefined ? DEFAULT_LIMIT : /^\d{1,4}$/.test(query.limit) ? Number(query.limit) : NaN
-      if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
-        throw new ApiError(
-          'VALIDATION_FAILED',
-          'query parameter limit must be an integer from 1 to 1000, written in decimal digits',
-          {
-            details: [
-              { field: 'limit', rule: 'must be an integer from 1 to 1000, written in decimal digits' },
-            ],
-          },
-        )
+      const limit = query.limit === undefined ? DEFAULT_LIMIT : Number(query.limit)
+      if ((query.limit !== undefined && !/^\d{1,4}$/.test(query.limit)) || limit < 1 || limit > 1000) {
+        throw new ApiError('VALIDATION_FAILED', `query parameter limit ${LIMIT_RULE}`, {
+          details: [{ field: 'limit', rule: LIMIT_RULE }],
+        })
       }
       const after = query.after === undefined ? undefined : textId(query.after, 'after', 'query parameter')
       const tag = query.tag
