@@ -221,12 +221,14 @@ export interface RequestOptions {
   body?: unknown
   contentType?: string | null
   headers?: Record<string, string>
+  /** Fail (reject) instead of waiting longer than this for the answer. */
+  timeoutMs?: number
 }
 
 export async function request(
   method: string,
   url: string,
-  { token, authorization, body, contentType, headers = {} }: RequestOptions = {},
+  { token, authorization, body, contentType, headers = {}, timeoutMs }: RequestOptions = {},
 ): Promise<ApiResponse> {
   const sent: Record<string, string> = { ...headers }
   if (authorization !== undefined) sent.authorization = authorization
@@ -236,7 +238,8 @@ export async function request(
     payload = typeof body === 'string' ? body : JSON.stringify(body)
     if (contentType !== null) sent['content-type'] = contentType ?? 'application/json'
   } else if (contentType) sent['content-type'] = contentType
-  const response = await fetch(url, { method, headers: sent, body: payload })
+  const signal = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs)
+  const response = await fetch(url, { method, headers: sent, body: payload, signal })
   const text = await response.text()
   observe(method, url, response.status)
   let json: unknown

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { ApiError } from '../errors.js'
 import { errorResponses } from '../schemas/error.js'
-import type { Storage } from '../storage/storage.js'
+import { type Storage, StoreReadOnlyError } from '../storage/storage.js'
 
 const Health = {
   type: 'object',
@@ -33,11 +33,14 @@ export function healthRoutes(app: FastifyInstance, storage: Storage): void {
         response: { 200: { ...Health, description: 'Ready' }, ...errorResponses(503) },
       },
     },
-    async () => {
+    async (request) => {
       try {
         await storage.ping()
-      } catch {
-        throw new ApiError('STORE_UNAVAILABLE', `the ${storage.kind} store does not answer`, {
+      } catch (error) {
+        // The cause goes to the log only: this endpoint is public, and connection errors name hosts.
+        request.log.warn({ err: error }, 'not ready')
+        const reason = error instanceof StoreReadOnlyError ? 'accepts no writes' : 'does not answer'
+        throw new ApiError('STORE_UNAVAILABLE', `the ${storage.kind} store ${reason}`, {
           headers: { 'retry-after': '5' },
         })
       }

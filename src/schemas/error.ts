@@ -39,11 +39,17 @@ const statusText: Record<number, string> = {
   503: 'Store unavailable; retry later',
 }
 
+/** Every 503 carries it (error-handler.ts, health.ts). */
+const retryAfter = {
+  'Retry-After': { type: 'integer', minimum: 1, description: 'Seconds to wait before retrying.' },
+}
+
 /** Declares the given error statuses, all with the Error body, for a route's `response` schema. */
 export function errorResponses(...statuses: number[]): Record<number, unknown> {
   const responses: Record<number, unknown> = {}
   for (const status of statuses) {
     responses[status] = { $ref: 'Error', description: statusText[status] ?? 'Error' }
+    if (status === 503) (responses[status] as Record<string, unknown>).headers = retryAfter
   }
   return responses
 }

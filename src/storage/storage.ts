@@ -145,3 +145,8 @@ export interface Storage {
 export class StoreUnavailableError extends Error {
   override name = 'StoreUnavailableError'
 }
+
+/** The database answers but takes no writes (a standby, or a primary set read-only). */
+export class StoreReadOnlyError extends StoreUnavailableError {
+  override name = 'StoreReadOnlyError'
+}

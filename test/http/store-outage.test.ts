@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
-import { rmSync } from 'node:fs'
+import { execFile, execFileSync } from 'node:child_process'
+import { readFileSync, rmSync } from 'node:fs'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
+import postgres from 'postgres'
 import { generateTokenSecret } from '../../src/auth/token-format.js'
 import {
   type ApiResponse,
@@ -28,6 +29,13 @@ function pgServer(...args: string[]): Promise<string> {
       else resolve(stdout.trim().split('\n').pop() ?? '')
     })
   })
+}
+
+/** The postmaster (first) and its children, from the data directory pg-test-server.sh made. */
+function postgresPids(dir: string): number[] {
+  const postmaster = Number(readFileSync(path.join(dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0])
+  const children = execFileSync('pgrep', ['-P', String(postmaster)], { encoding: 'utf8' })
+  return [postmaster, ...children.split('\n').filter(Boolean).map(Number)]
 }
 
 /** A request that must be answered, not hang: the service fails fast while the store is down. */
@@ -151,6 +159,89 @@ if (
       assert.equal(listed.text, '[{"id":1,"name":"Before"},{"id":2,"name":"After"}]')
       assert.equal(service.child.exitCode, null)
 
+      service.child.kill('SIGTERM')
+      assert.equal(await service.exited, 0)
+    })
+
+    it('answers 503 in bounded time while the database is frozen (no answers, sockets open)', async (t) => {
+      // SIGSTOP on the server and its backends: what a hung host or a network partition looks like.
+      // statement_timeout is enforced by the server, so only a deadline of the service's own helps.
+      const statementTimeoutMs = 1000
+      service = await spawnService({ ...env, DB_STATEMENT_TIMEOUT_MS: String(statementTimeoutMs) })
+      const base = service.url
+      const body = '{"id":10,"name":"Frozen"}'
+      assert.equal((await request('POST', `${base}/plants`, { token, body })).status, 200)
+      const pids = postgresPids(dir)
+      process.kill(pids[0] ?? 0, 'SIGSTOP')
+      for (const pid of pids.slice(1)) process.kill(pid, 'SIGSTOP')
+      try {
+        // A hang fails the test at 8 s rather than holding it until the server resumes.
+        const timeoutMs = 8_000
+        const attempts = await Promise.all([
+          timed('GET', `${base}/plants/10`, { token, timeoutMs }),
+          timed('POST', `${base}/plants`, { token, body: '{"id":11,"name":"During"}', timeoutMs }),
+          timed('GET', `${base}/plants`, { token, timeoutMs }),
+          timed('GET', `${base}/readyz`, { timeoutMs }),
+        ])
+        for (const { response, ms } of attempts) {
+          assertUnavailable(response, 'a request while PostgreSQL is frozen')
+          t.diagnostic(`503 after ${Math.round(ms)} ms`)
+          // The deadline is DB_STATEMENT_TIMEOUT_MS + 1 s; allow for a slow machine, not for a hang.
+          assert.ok(ms < 4_000, `a 503 took ${Math.round(ms)} ms`)
+        }
+        assert.equal((await request('GET', `${base}/healthz`)).status, 200)
+      } finally {
+        for (const pid of pids) process.kill(pid, 'SIGCONT')
+      }
+      let ready: ApiResponse | undefined
+      const resumed = performance.now()
+      while (performance.now() - resumed < 15_000) {
+        ready = await request('GET', `${base}/readyz`)
+        if (ready.status === 200) break
+        await sleep(100)
+      }
+      assert.equal(ready?.status, 200, `not ready after PostgreSQL resumed: ${ready?.text}`)
+      const read = await request('GET', `${base}/plants/10`, { token })
+      assert.equal(read.text, '{"id":10,"name":"Frozen"}')
+      service.child.kill('SIGTERM')
+      assert.equal(await service.exited, 0)
+    })
+
+    it('answers 503, not 500, when PostgreSQL takes no writes, and /readyz says so', async () => {
+      const admin = postgres(env.DATABASE_URL ?? '', { max: 1, onnotice: () => {} })
+      service = await spawnService(env)
+      const base = service.url
+      try {
+        // What a demoted primary or a standby answers after a failover (SQLSTATE 25006).
+        await admin.unsafe('ALTER DATABASE plant_store_test SET default_transaction_read_only = on')
+        await admin`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+          WHERE application_name = 'plant-store'`
+        const before = await request('GET', `${base}/plants`, { token })
+        const created = await request('POST', `${base}/plants`, { token, body: '{"id":20,"name":"Nope"}' })
+        assertUnavailable(created, 'POST /plants on a read-only database')
+        const deleted = await request('DELETE', `${base}/plants/10`, { token })
+        assertUnavailable(deleted, 'DELETE /plants/10 on a read-only database')
+        const ready = await request('GET', `${base}/readyz`)
+        assertUnavailable(ready, '/readyz on a read-only database')
+        assert.equal(ready.json.message, 'the postgres store accepts no writes')
+        assert.equal(
+          (await request('GET', `${base}/plants`, { token })).text,
+          before.text,
+          'nothing was stored',
+        )
+      } finally {
+        await admin.unsafe('ALTER DATABASE plant_store_test SET default_transaction_read_only = off')
+        await admin`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+          WHERE application_name = 'plant-store'`
+        await admin.end()
+      }
+      let ready: ApiResponse | undefined
+      for (let i = 0; i < 50; i++) {
+        ready = await request('GET', `${base}/readyz`)
+        if (ready.status === 200) break
+        await sleep(100)
+      }
+      assert.equal(ready?.status, 200, ready?.text)
       service.child.kill('SIGTERM')
       assert.equal(await service.exited, 0)
     })

@@ -31,8 +31,11 @@ const UNREACHABLE_CODES = new Set([
 /** query_canceled: here, a statement that ran past statement_timeout. */
 const STATEMENT_TIMEOUT_SQLSTATE = '57014'
 
-/** SQLSTATEs meaning "the server is going away, starting up or full", as opposed to a bad query. */
-const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300'])
+/**
+ * SQLSTATEs meaning "the server is going away, starting up or full", or "it takes no writes now"
+ * (25006: a standby or a read-only primary, as during a failover), as opposed to a bad query.
+ */
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '25006'])
 
 function errorCode(error: unknown): string | undefined {
   if (error instanceof AggregateError) {

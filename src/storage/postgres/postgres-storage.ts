@@ -11,6 +11,7 @@ import type {
   Subscription,
   TokenRecord,
 } from '../storage.js'
+import { StoreReadOnlyError, StoreUnavailableError } from '../storage.js'
 import { plantJson } from '../plant-json.js'
 import { type CreateRequest, CreateBatcher } from './create-batcher.js'
 import { createPostgresClient, type PostgresOptions, toStoreError } from './connection.js'
@@ -28,12 +29,37 @@ type Row = Record<string, unknown>
 const MAX_BATCHES_IN_FLIGHT = 2
 const MAX_BATCH = 256
 
-/** Runs database work, turning connectivity failures into StoreUnavailableError (answered as 503). */
-async function guard<T>(work: () => Promise<T>): Promise<T> {
+/**
+ * How long past DB_STATEMENT_TIMEOUT_MS the service waits for an answer before giving up on it
+ * itself. statement_timeout is enforced by the server, so a server that stops answering (frozen,
+ * or cut off by the network with the connection still open) never sends it: requests and /readyz
+ * hung for as long as that lasted.
+ */
+const CLIENT_DEADLINE_MARGIN_MS = 1000
+
+/**
+ * Runs database work, turning connectivity failures into StoreUnavailableError (answered as 503).
+ * With `deadlineMs`, work that has not settled by then fails the same way; the statement itself
+ * goes on in the background (a write may still commit later, as with any lost connection).
+ */
+async function guard<T>(work: () => Promise<T>, deadlineMs?: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
   try {
-    return await work()
+    if (deadlineMs === undefined) return await work()
+    // Settled here, so a rejection after the deadline is not an unhandled one.
+    const pending = (async () => work())()
+    pending.catch(() => {})
+    const deadline = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(
+        () => reject(new StoreUnavailableError(`PostgreSQL did not answer within ${deadlineMs} ms`)),
+        deadlineMs,
+      )
+    })
+    return await Promise.race([pending, deadline])
   } catch (error) {
     throw toStoreError(error)
+  } finally {
+    clearTimeout(timer)
   }
 }
 
@@ -83,17 +109,19 @@ function toDelivery(row: Row): Delivery {
 export async function openPostgresStorage(options: PostgresOptions): Promise<Storage> {
   const sql = createPostgresClient(options)
   try {
-    await guard(async () => {
-      const [row] = await sql`SELECT current_setting('server_version_num')::int AS version`
-      // gen_random_uuid() (delivery ids) is built in from PostgreSQL 13.
-      if (!row || (row.version as number) < 130000) throw new Error('PostgreSQL 13 or later is required')
-      await migratePostgres(sql)
-    })
+    const [row] = await guard(
+      () => sql`SELECT current_setting('server_version_num')::int AS version`,
+      options.statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS,
+    )
+    // gen_random_uuid() (delivery ids) is built in from PostgreSQL 13.
+    if (!row || (row.version as number) < 130000) throw new Error('PostgreSQL 13 or later is required')
+    // No deadline: DDL on a large table, or waiting for another instance's migration, takes long.
+    await guard(() => migratePostgres(sql))
   } catch (error) {
     await sql.end({ timeout: 1 }).catch(() => {})
     throw error
   }
-  return new PostgresStorage(sql)
+  return new PostgresStorage(sql, options.statementTimeoutMs)
 }
 
 /**
@@ -113,7 +141,19 @@ export class PostgresStorage implements Storage {
     MAX_BATCH,
   )
 
-  constructor(private readonly sql: PgSql) {}
+  /** DB_STATEMENT_TIMEOUT_MS plus a margin: see CLIENT_DEADLINE_MARGIN_MS. */
+  private readonly deadlineMs: number
+
+  constructor(
+    private readonly sql: PgSql,
+    statementTimeoutMs: number,
+  ) {
+    this.deadlineMs = statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS
+  }
+
+  private guard<T>(work: () => Promise<T>): Promise<T> {
+    return guard(work, this.deadlineMs)
+  }
 
   createPlant(plant: Plant, payload: string): Promise<CreateOutcome> {
     return this.creates.submit(plant, payload)
@@ -135,7 +175,7 @@ export class PostgresStorage implements Storage {
       const open = batch.flatMap((request, i) => (outcomes[i] ? [] : [{ ...request, i }]))
       if (open.length === 0) return outcomes as CreateOutcome[]
       const now = new Date()
-      const inserted = await guard(
+      const inserted = await this.guard(
         () => sql`WITH input AS (
             SELECT * FROM unnest(
               ${open.map((r) => String(r.plant.id))}::int8[], ${open.map((r) => r.plant.name)}::text[],
@@ -159,7 +199,7 @@ export class PostgresStorage implements Storage {
       const taken = open.filter((r) => !created.has(r.plant.id))
       for (const r of open) if (created.has(r.plant.id)) outcomes[r.i] = { kind: 'created' }
       if (taken.length === 0) continue
-      const rows = await guard(
+      const rows = await this.guard(
         () => sql`SELECT id, name, tag FROM plants
           WHERE id = ANY(${taken.map((r) => String(r.plant.id))}::int8[])`,
       )
@@ -176,7 +216,7 @@ export class PostgresStorage implements Storage {
   }
 
   async readPlantJson(id: bigint): Promise<string | undefined> {
-    const [row] = await guard(() => this.sql`SELECT id, name, tag FROM plants WHERE id = ${id}`)
+    const [row] = await this.guard(() => this.sql`SELECT id, name, tag FROM plants WHERE id = ${id}`)
     return row ? plantJson(toPlant(row)) : undefined
   }
 
@@ -188,7 +228,7 @@ export class PostgresStorage implements Storage {
   async listPlantsJson(query: ListQuery): Promise<PlantPage> {
     const { sql } = this
     const { after, tag, limit } = query
-    const rows = await guard(
+    const rows = await this.guard(
       () => sql`SELECT id, name, tag FROM plants
         WHERE ${tag === undefined ? sql`TRUE` : sql`tag = ${tag}`}
           AND ${after === undefined ? sql`TRUE` : sql`id > ${after}`}
@@ -199,12 +239,12 @@ export class PostgresStorage implements Storage {
   }
 
   async deletePlant(id: bigint): Promise<boolean> {
-    const result = await guard(() => this.sql`DELETE FROM plants WHERE id = ${id}`)
+    const result = await this.guard(() => this.sql`DELETE FROM plants WHERE id = ${id}`)
     return result.count === 1
   }
 
   async createToken(token: TokenRecord): Promise<void> {
-    await guard(
+    await this.guard(
       () => this.sql`INSERT INTO tokens
           (id, name, scopes, token_hash, created_at, expires_at, last_used_at, revoked_at)
         VALUES (${token.id}, ${token.name}, ${token.scopes.join(',')}, ${token.hash}, ${token.createdAt},
@@ -213,28 +253,28 @@ export class PostgresStorage implements Storage {
   }
 
   async findTokenByHash(hash: string): Promise<TokenRecord | undefined> {
-    const [row] = await guard(() => this.sql`SELECT * FROM tokens WHERE token_hash = ${hash}`)
+    const [row] = await this.guard(() => this.sql`SELECT * FROM tokens WHERE token_hash = ${hash}`)
     return row ? toToken(row) : undefined
   }
 
   async listTokens(): Promise<TokenRecord[]> {
-    const rows = await guard(() => this.sql`SELECT * FROM tokens ORDER BY created_at, id`)
+    const rows = await this.guard(() => this.sql`SELECT * FROM tokens ORDER BY created_at, id`)
     return rows.map(toToken)
   }
 
   async revokeToken(id: string): Promise<boolean> {
-    const result = await guard(
+    const result = await this.guard(
       () => this.sql`UPDATE tokens SET revoked_at = ${new Date()} WHERE id = ${id} AND revoked_at IS NULL`,
     )
     return result.count === 1
   }
 
   async touchToken(id: string, at: Date): Promise<void> {
-    await guard(() => this.sql`UPDATE tokens SET last_used_at = ${at} WHERE id = ${id}`)
+    await this.guard(() => this.sql`UPDATE tokens SET last_used_at = ${at} WHERE id = ${id}`)
   }
 
   async countUsableTokens(now: Date): Promise<number> {
-    const [row] = await guard(
+    const [row] = await this.guard(
       () => this.sql`SELECT count(*) AS n FROM tokens
         WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ${now})`,
     )
@@ -242,14 +282,14 @@ export class PostgresStorage implements Storage {
   }
 
   async addSubscription(subscription: Subscription): Promise<void> {
-    await guard(
+    await this.guard(
       () => this.sql`INSERT INTO webhook_subscriptions (id, url, secret, created_at)
         VALUES (${subscription.id}, ${subscription.url}, ${subscription.secret}, ${subscription.createdAt})`,
     )
   }
 
   async listSubscriptions(): Promise<Subscription[]> {
-    const rows = await guard(() => this.sql`SELECT * FROM webhook_subscriptions ORDER BY created_at, id`)
+    const rows = await this.guard(() => this.sql`SELECT * FROM webhook_subscriptions ORDER BY created_at, id`)
     return rows.map((row) => ({
       id: row.id as string,
       url: row.url as string,
@@ -260,7 +300,7 @@ export class PostgresStorage implements Storage {
 
   async removeSubscription(id: string): Promise<boolean> {
     // One statement, so the removal and the failing of its outbox rows are atomic.
-    const [row] = await guard(
+    const [row] = await this.guard(
       () => this.sql`WITH removed AS (
           DELETE FROM webhook_subscriptions WHERE id = ${id} RETURNING id
         ), failed AS (
@@ -279,7 +319,7 @@ export class PostgresStorage implements Storage {
     // Per subscriber, the oldest due deliveries that no live lease holds, at most perSubscription
     // of them; SKIP LOCKED passes over rows another instance is claiming right now instead of
     // waiting, and locking inside the LATERAL keeps the lock set bounded by what could be chosen.
-    const rows = await guard(
+    const rows = await this.guard(
       () => sql`WITH chosen AS (
           SELECT d.id FROM webhook_subscriptions s
           CROSS JOIN LATERAL (
@@ -313,7 +353,7 @@ export class PostgresStorage implements Storage {
 
   async recordAttempt(result: AttemptResult): Promise<void> {
     const status = result.ok ? 'delivered' : result.retryAt ? 'pending' : 'failed'
-    await guard(
+    await this.guard(
       () => this.sql`UPDATE webhook_deliveries
         SET attempts = attempts + 1, last_attempt_at = ${result.at}, last_status = ${result.status},
             last_error = ${result.error}, status = ${status},
@@ -325,7 +365,7 @@ export class PostgresStorage implements Storage {
 
   async listDeliveries(options: { failedOnly: boolean; limit: number }): Promise<Delivery[]> {
     const { sql } = this
-    const rows = await guard(
+    const rows = await this.guard(
       () => sql`SELECT * FROM webhook_deliveries
         ${options.failedOnly ? sql`WHERE status = 'failed'` : sql``}
         ORDER BY created_at DESC, id LIMIT ${options.limit}`,
@@ -333,8 +373,16 @@ export class PostgresStorage implements Storage {
     return rows.map(toDelivery)
   }
 
+  /** Ready means able to take writes too: a standby, or a primary set read-only, is not. */
   async ping(): Promise<void> {
-    await guard(() => this.sql`SELECT 1`)
+    const [row] = await this.guard(
+      () => this.sql`SELECT current_setting('transaction_read_only') = 'on' AS read_only`,
+    )
+    if (row?.read_only === true) {
+      throw new StoreReadOnlyError(
+        'PostgreSQL accepts no writes (transaction_read_only is on: a standby, or default_transaction_read_only)',
+      )
+    }
   }
 
   async close(): Promise<void> {
