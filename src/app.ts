@@ -4,6 +4,7 @@ import type { Config } from './config.js'
 import { ApiError } from './errors.js'
 import { clientErrorHandler } from './http/client-errors.js'
 import { installErrorHandler, sendError } from './http/error-handler.js'
+import { requireHost } from './http/host-header.js'
 import { registerJsonBodyParser } from './http/json-body.js'
 import { lazyRequestLogger } from './http/lazy-request-logger.js'
 import { installRequestLogging, requestIdFrom } from './http/request-logging.js'
@@ -39,7 +40,13 @@ export async function buildApp(config: Config, storage: Storage): Promise<Fastif
     trustProxy: config.trustProxy,
     // A slow-loris client must not hold a socket: Node checks every CONNECTION_CHECK_MS for headers
     // older than headersTimeout, so with the defaults one is cut off 9 to 9.5 s after it began.
-    http: { headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: CONNECTION_CHECK_MS },
+    // Node would answer an HTTP/1.1 request without Host itself, with an empty 400; requireHost
+    // (http/host-header.ts) answers it in the Error shape.
+    http: {
+      headersTimeout: config.headersTimeoutMs,
+      connectionsCheckingInterval: CONNECTION_CHECK_MS,
+      requireHostHeader: false,
+    },
     requestTimeout: config.requestTimeoutMs,
     keepAliveTimeout: config.keepAliveTimeoutMs,
     forceCloseConnections: 'idle',
@@ -72,6 +79,7 @@ export async function buildApp(config: Config, storage: Storage): Promise<Fastif
   installValidators(app, sharedSchemas)
   installErrorHandler(app, config.bodyLimit)
   installRequestLogging(app)
+  app.addHook('onRequest', requireHost)
   registerJsonBodyParser(app)
   app.setNotFoundHandler(async (request) => {
     throw new ApiError('ROUTE_NOT_FOUND', `no route for ${request.method} ${request.url.split('?')[0]}`)

@@ -31,7 +31,8 @@ export const errorCatalog = {
   BODY_TOO_LARGE: { status: 413, description: 'The body is larger than BODY_LIMIT.' },
   UNSUPPORTED_MEDIA_TYPE: {
     status: 415,
-    description: 'The Content-Type is missing or is not application/json.',
+    description:
+      'The Content-Type is missing or is not application/json, or the body has a Content-Encoding.',
   },
   STORE_UNAVAILABLE: {
     status: 503,

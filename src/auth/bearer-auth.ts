@@ -64,7 +64,9 @@ function presentedSecret(header: string | undefined): string {
     throw unauthenticated('Authorization header must use the Bearer scheme', REALM)
   }
   const secret = match[2]?.trim()
-  if (!secret || /\s/.test(secret)) {
+  // No token at all is answered like no header (RFC 6750 3.1: no error code when none was sent).
+  if (!secret) throw unauthenticated('Authorization header must carry a token after "Bearer"', REALM)
+  if (/\s/.test(secret)) {
     throw unauthenticated(
       'Authorization header must carry exactly one bearer token',
       challenge('invalid_token', 'malformed token'),

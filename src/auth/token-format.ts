@@ -22,6 +22,13 @@ export function generateTokenSecret(): string {
   return TOKEN_PREFIX + randomBase62(43)
 }
 
+const TOKEN_SHAPE = /^pst_[0-9A-Za-z]{43}$/
+
+/** Whether `secret` has the form generateTokenSecret gives; no other secret was ever issued. */
+export function isTokenShaped(secret: string): boolean {
+  return TOKEN_SHAPE.test(secret)
+}
+
 export function generateTokenId(): string {
   return `tok_${randomBase62(16)}`
 }

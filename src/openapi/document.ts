@@ -12,7 +12,8 @@ Decisions where the seed description says "not shown":
 
 - **Tokens**: opaque bearer tokens \`pst_\` + 43 base62 characters, issued and revoked by an operator
   with \`plant-store tokens\`; only their SHA-256 is stored. Scopes \`plants:read\` and \`plants:write\`;
-  optional expiry. A revocation takes effect within 1 second on every instance.
+  optional expiry. A revocation takes effect within 1 second on every instance. The scheme name is
+  case-insensitive.
 - **Limits**: \`name\` 1 to 200 characters, \`tag\` 1 to 100 characters, any \`tag\` value allowed,
   both well-formed Unicode without NUL, bodies up to 16 KiB by default (BODY_LIMIT), valid UTF-8,
   with arrays and objects nested at most 64 levels deep.
@@ -22,10 +23,14 @@ Decisions where the seed description says "not shown":
   that integer. \`name\` is not unique. Unknown body properties are accepted, ignored and never stored.
 - **Replays**: the same id with the same name and tag answers 200 again and stores nothing; with
   another name or tag (adding or removing a tag included) it answers 409.
+- **The create answer** is exactly the seed's Plant: \`{name, tag}\`, \`tag\` omitted when absent, no \`id\`.
+- **Content types**: requests must be \`application/json\` (\`charset=utf-8\` is fine); anything else,
+  none, or a \`Content-Encoding\` other than \`identity\` is a 415.
 - **Errors**: \`error\` holds the HTTP status; \`message\` names the field and the rule; \`code\` is a stable
   catalog code (${Object.keys(errorCatalog).join(', ')}); \`details\` lists each field at fault.
   Statuses beyond the seed's 400: 401, 403, 404, 405, 409, 413, 415, 500, 503; and, before any route
   and followed by closing the connection, 408 (headers too slow) and 431 (headers over 16 KiB).
+  Authentication is checked before the body is read: a bad token with a bad body is a 401.
 - **Durability**: a 200 is sent only after the plant is committed to disk.
 - **Read, list, delete and webhooks** come from the fuller public sample this seed was trimmed from.
 `

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { requireScope } from '../auth/bearer-auth.js'
 import type { TokenVerifier } from '../auth/token-verifier.js'
 import { ApiError } from '../errors.js'
+import { PLAIN_HOST } from '../http/host-header.js'
 import { errorResponses } from '../schemas/error.js'
 import { type NewPlantBody, PlantIdParams } from '../schemas/plant.js'
 import { plantJson } from '../storage/plant-json.js'
@@ -41,11 +42,21 @@ const ListQuery = {
 const publicPlant = (plant: Plant) =>
   plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag }
 
-/** Builds the `Link: <...>; rel="next"` URL from the request's own origin and filters. */
+/**
+ * Builds the `Link: <...>; rel="next"` URL from the request's own origin and filters. The origin
+ * comes from the client (Host, or X-Forwarded-* from a trusted proxy); when it is missing (HTTP/1.0)
+ * or not a plain host (a forwarded one: Host itself is checked by requireHost), the link is relative to the request URL instead (RFC 8288 allows it), so a
+ * crafted Host cannot add link-values or point the link elsewhere.
+ */
 function nextLink(request: FastifyRequest, limit: number, after: bigint, tag: string | undefined): string {
   const params = new URLSearchParams({ limit: String(limit), after: String(after) })
   if (tag !== undefined) params.set('tag', tag)
-  return `<${request.protocol}://${request.host}/plants?${params}>; rel="next"`
+  const { protocol, host } = request
+  const origin =
+    (protocol === 'http' || protocol === 'https') && PLAIN_HOST.test(host ?? '')
+      ? `${protocol}://${host}`
+      : ''
+  return `<${origin}/plants?${params}>; rel="next"`
 }
 
 export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: TokenVerifier): void {
@@ -57,6 +68,21 @@ export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: To
     {
       onRequest: canWrite,
       // Without a Content-Type Fastify skips parsing and the body looks merely absent; say why.
+      // RFC 9110 8.4: a content coding the server does not apply is a 415. Read as is, a gzip body
+      // was a 400 for bad UTF-8, and plain JSON labelled gzip was stored.
+      preParsing: (request, _reply, payload, done) => {
+        const coding = request.headers['content-encoding']?.trim().toLowerCase()
+        if (!coding || coding === 'identity') return done(null, payload)
+        done(
+          new ApiError(
+            'UNSUPPORTED_MEDIA_TYPE',
+            `Content-Encoding ${coding} is not supported: send the body uncompressed`,
+            {
+              details: [{ field: 'Content-Encoding', rule: 'must be absent or identity' }],
+            },
+          ),
+        )
+      },
       preValidation: (request, _reply, done) => {
         if (request.headers['content-type']) return done()
         done(new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type header is required: application/json'))

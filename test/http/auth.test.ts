@@ -1,7 +1,18 @@
 import assert from 'node:assert/strict'
+import { readFileSync, rmSync } from 'node:fs'
+import http from 'node:http'
+import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { request, startService, type TestService, testStores } from '../helpers.js'
+import {
+  request,
+  type SpawnedService,
+  spawnService,
+  startService,
+  tempDir,
+  type TestService,
+  testStores,
+} from '../helpers.js'
 
 const REALM = 'Bearer realm="plant-store"'
 
@@ -33,6 +44,32 @@ for (const store of testStores()) {
         assert.match(response.json.message, /Authorization/)
       })
     }
+
+    it('answers "Bearer" with no token like no credentials, and two tokens as malformed', async () => {
+      const empty = await request('GET', `${service.url}/plants/1`, { authorization: 'Bearer' })
+      assert.equal(empty.status, 401)
+      assert.equal(empty.headers.get('www-authenticate'), REALM, 'no error code when no token was sent')
+      assert.match(empty.json.message, /token after "Bearer"/)
+      const two = await request('GET', `${service.url}/plants/1`, {
+        authorization: `Bearer ${token} ${token}`,
+      })
+      assert.equal(two.status, 401)
+      assert.equal(
+        two.headers.get('www-authenticate'),
+        `${REALM}, error="invalid_token", error_description="malformed token"`,
+      )
+    })
+
+    it('answers a secret that was never issued (any shape, any length) 401 invalid_token', async () => {
+      for (const secret of ['pst_short', `pst_${'x'.repeat(15_000)}`, token.toUpperCase(), `${token}=`]) {
+        const response = await request('GET', `${service.url}/plants/1`, {
+          authorization: `Bearer ${secret}`,
+        })
+        assert.equal(response.status, 401, secret.slice(0, 20))
+        assert.equal(response.json.message, 'bearer token is not recognised')
+        assert.match(response.headers.get('www-authenticate') ?? '', /error="invalid_token"/)
+      }
+    })
 
     it('rejects another scheme with 401', async () => {
       const response = await request('GET', `${service.url}/plants/1`, {
@@ -128,3 +165,55 @@ for (const store of testStores()) {
     })
   })
 }
+
+describe('memory under a flood of made-up tokens', () => {
+  const dir = tempDir('plant-store-token-flood-')
+  let service: SpawnedService | undefined
+  after(async () => {
+    if (service && service.child.exitCode === null) {
+      service.child.kill('SIGKILL')
+      await service.exited
+    }
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  const rssMiB = (pid: number) =>
+    Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024
+
+  it('does not keep what clients send as tokens: 4,000 distinct 15 KB secrets leave RSS flat', async (t) => {
+    service = await spawnService({ PLANT_STORE_DB: path.join(dir, 'flood.db'), PORT: '0', LOG_LEVEL: 'warn' })
+    const pid = service.child.pid ?? 0
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 16 })
+    const send = (i: number) =>
+      new Promise<number>((resolve, reject) => {
+        const secret = `pst_${String(i).padStart(8, '0')}${'x'.repeat(15_000)}`
+        http
+          .get(
+            `${service?.url}/plants/1`,
+            { agent, headers: { authorization: `Bearer ${secret}` } },
+            (res) => {
+              res.resume()
+              res.on('end', () => resolve(res.statusCode ?? 0))
+            },
+          )
+          .on('error', reject)
+      })
+    // Warm up first, so what follows measures what is kept, not the first allocations.
+    for (let i = 0; i < 200; i += 16) await Promise.all(Array.from({ length: 16 }, (_, k) => send(i + k)))
+    const before = rssMiB(pid)
+    const statuses = new Set<number>()
+    for (let i = 1000; i < 5000; i += 16) {
+      for (const status of await Promise.all(Array.from({ length: 16 }, (_, k) => send(i + k)))) {
+        statuses.add(status)
+      }
+    }
+    agent.destroy()
+    const grown = rssMiB(pid) - before
+    t.diagnostic(
+      `RSS ${before.toFixed(0)} MiB before, grew ${grown.toFixed(1)} MiB over 4,000 secrets (60 MB)`,
+    )
+    assert.deepEqual([...statuses], [401])
+    // Kept, they would be 60 MB; transient garbage in the young generation stays well under this.
+    assert.ok(grown < 40, `RSS grew ${grown.toFixed(1)} MiB`)
+  })
+})

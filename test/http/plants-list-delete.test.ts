@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import net from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { rawRequest, request, startService, type TestService, testStores } from '../helpers.js'
 
@@ -90,6 +91,42 @@ for (const store of testStores()) {
         } finally {
           await behind.close()
         }
+      }
+    })
+
+    it('makes Link relative when the origin is missing (HTTP/1.0) or a forwarded one is not a plain host', async () => {
+      const exchange = (bytes: string) =>
+        new Promise<string>((resolve, reject) => {
+          const socket = net.connect(Number(new URL(service.url).port), '127.0.0.1', () =>
+            socket.write(bytes),
+          )
+          let received = ''
+          socket.on('data', (chunk) => (received += chunk))
+          socket.on('error', reject)
+          socket.on('close', () => resolve(received))
+        })
+      const old = await exchange(`GET /plants?limit=1 HTTP/1.0\r\nAuthorization: Bearer ${token}\r\n\r\n`)
+      assert.match(old, /^HTTP\/1\.1 200 /)
+      assert.match(old, /\r\nlink: <\/plants\?limit=1&after=-?\d+>; rel="next"\r\n/i)
+      const behind = await startService('sqlite', { TRUST_PROXY: '127.0.0.1' })
+      try {
+        const behindToken = await behind.token()
+        for (const id of [1, 2]) {
+          await request('POST', `${behind.url}/plants`, { token: behindToken, body: { id, name: 'a' } })
+        }
+        for (const headers of <Record<string, string>[]>[
+          { 'x-forwarded-host': 'x>; rel="prev", <http://elsewhere' },
+          { 'x-forwarded-proto': 'javascript', 'x-forwarded-host': 'shop.example' },
+        ]) {
+          const page = await request('GET', `${behind.url}/plants?limit=1`, { token: behindToken, headers })
+          assert.equal(
+            page.headers.get('link'),
+            '</plants?limit=1&after=1>; rel="next"',
+            JSON.stringify(headers),
+          )
+        }
+      } finally {
+        await behind.close()
       }
     })
 

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
+import { gzipSync } from 'node:zlib'
 import { rawRequest, request, startService, type TestService, testStores } from '../helpers.js'
 
 for (const store of testStores()) {
@@ -86,6 +87,50 @@ for (const store of testStores()) {
         assert.equal(response.json.error, 415)
       })
     }
+
+    it('answers 415 for a Content-Encoding other than identity, gzip or not, and stores nothing', async () => {
+      const json = '{"id":4150,"name":"Coded"}'
+      for (const [coding, body] of [
+        ['gzip', gzipSync(json)],
+        ['gzip', json],
+        ['br', json],
+      ] as const) {
+        const response = await rawRequest(
+          `${service.url}/plants`,
+          'POST',
+          {
+            authorization: `Bearer ${token}`,
+            'content-type': 'application/json',
+            'content-encoding': coding,
+          },
+          body,
+        )
+        assert.equal(response.status, 415, coding)
+        assert.equal(
+          JSON.parse(response.text).message,
+          `Content-Encoding ${coding} is not supported: send the body uncompressed`,
+        )
+      }
+      assert.equal((await request('GET', `${service.url}/plants/4150`, { token })).status, 404)
+      const identity = await rawRequest(
+        `${service.url}/plants`,
+        'POST',
+        {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          'content-encoding': 'identity',
+        },
+        json,
+      )
+      assert.equal(identity.status, 200, identity.text)
+      const unauthenticated = await rawRequest(
+        `${service.url}/plants`,
+        'POST',
+        { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+        json,
+      )
+      assert.equal(unauthenticated.status, 401, 'the token is checked first')
+    })
 
     it('answers 413 for a body over the 16 KiB default limit', async () => {
       const response = await post({ id: 1, name: 'x', padding: 'p'.repeat(17 * 1024) })

@@ -117,6 +117,24 @@ for (const store of testStores()) {
         /not valid HTTP/,
       ],
       [
+        'an HTTP/1.1 request without Host',
+        'GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n',
+        400,
+        /^Host header is required in HTTP\/1\.1$/,
+      ],
+      [
+        'two Host lines',
+        'GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close\r\n\r\n',
+        400,
+        /^Host header must be sent once$/,
+      ],
+      [
+        'a Host that is not a host[:port]',
+        'GET /healthz HTTP/1.1\r\nHost: x>; rel="prev", <http://elsewhere\r\nConnection: close\r\n\r\n',
+        400,
+        /^Host header must be a host name or address, with an optional port$/,
+      ],
+      [
         '20 KB of headers',
         `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
         431,
