@@ -233,6 +233,35 @@ if (!url) {
         )
       }))
 
+    it('fails every delivery of a subscription removed while a create batch enqueues for it', () =>
+      withStoreAndAdmin(async (store, admin) => {
+        await store.addSubscription({
+          id: 'sub',
+          url: 'https://example.test/h',
+          secret: 's',
+          createdAt: new Date(),
+        })
+        // Hold the batch: an uncommitted row with its id makes its INSERT wait, after its snapshot
+        // (which still sees the subscription) was taken.
+        const holder = await admin.reserve()
+        await holder`BEGIN`
+        await holder`INSERT INTO plants (id, name, created_at) VALUES (777, 'held', now())`
+        const created = store.createPlant(plant(777n, 'racing'), payloadOf(plant(777n, 'racing')))
+        await sleep(300)
+        const removed = store.removeSubscription('sub')
+        await sleep(300)
+        await holder`ROLLBACK`
+        holder.release()
+        assert.equal((await created).kind, 'created')
+        assert.equal(await removed, true)
+        const rows = await admin`SELECT status, last_error FROM webhook_deliveries`
+        assert.deepEqual(
+          rows.filter((row) => row.status === 'pending'),
+          [],
+          `no delivery is left pending for a removed subscription: ${JSON.stringify(rows)}`,
+        )
+      }))
+
     it('survives its connection being killed in the middle of a write', async () => {
       await reset()
       const store = await openPostgresStorage(options)

@@ -191,7 +191,8 @@ export class PostgresStorage implements Storage {
               (id, subscription_id, plant_id, payload, status, attempts, next_attempt_at, created_at)
             SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), s.id, i.id, input.payload,
                    'pending', 0, ${now}, ${now}
-            FROM inserted i JOIN input USING (id) CROSS JOIN webhook_subscriptions s
+            FROM inserted i JOIN input USING (id)
+            CROSS JOIN (SELECT id FROM webhook_subscriptions FOR KEY SHARE) s
           )
           SELECT id FROM inserted`,
       )
@@ -298,19 +299,23 @@ export class PostgresStorage implements Storage {
     }))
   }
 
+  /**
+   * Two statements, in this order. A create batch locks the subscriptions it enqueues for (FOR KEY
+   * SHARE), so the DELETE waits for batches that are enqueueing for this one, and batches after it
+   * no longer see it. Only then can a new snapshot see every pending delivery to fail: in one
+   * statement, deliveries enqueued by a batch that committed while the removal ran stayed pending
+   * forever, with no subscription to send them to. The second statement runs even when the first
+   * removed nothing, so repeating a removal interrupted between the two finishes it.
+   */
   async removeSubscription(id: string): Promise<boolean> {
-    // One statement, so the removal and the failing of its outbox rows are atomic.
-    const [row] = await this.guard(
-      () => this.sql`WITH removed AS (
-          DELETE FROM webhook_subscriptions WHERE id = ${id} RETURNING id
-        ), failed AS (
-          UPDATE webhook_deliveries
-          SET status = 'failed', last_error = 'subscription removed', lease_owner = NULL, lease_until = NULL
-          WHERE subscription_id IN (SELECT id FROM removed) AND status = 'pending'
-        )
-        SELECT count(*)::int AS removed FROM removed`,
+    const removed = await this.guard(() => this.sql`DELETE FROM webhook_subscriptions WHERE id = ${id}`)
+    await this.guard(
+      () => this.sql`UPDATE webhook_deliveries
+        SET status = 'failed', last_error = 'subscription removed', lease_owner = NULL, lease_until = NULL
+        WHERE subscription_id = ${id} AND status = 'pending'
+          AND NOT EXISTS (SELECT 1 FROM webhook_subscriptions WHERE id = ${id})`,
     )
-    return row?.removed === 1
+    return removed.count === 1
   }
 
   async claimDeliveries(request: ClaimRequest): Promise<LeasedDelivery[]> {
