@@ -148,7 +148,8 @@ export function loadConfig(env: Env = process.env): Config {
     dbPath: path.resolve(env.PLANT_STORE_DB?.trim() || './data/plant-store.db'),
     databaseUrl: databaseUrl(env),
     dbPoolSize: int(env, 'DB_POOL_SIZE', 10, 1, 1000),
-    dbStatementTimeoutMs: int(env, 'DB_STATEMENT_TIMEOUT_MS', 5000, 1, 3_600_000),
+    // Under 100 ms the service's own start-up queries could not finish (1 ms stopped it with a trace).
+    dbStatementTimeoutMs: int(env, 'DB_STATEMENT_TIMEOUT_MS', 5000, 100, 3_600_000),
     logLevel: oneOf(env, 'LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     bodyLimit: bytes(env, 'BODY_LIMIT', 16 * 1024),
     headersTimeoutMs: int(env, 'HEADERS_TIMEOUT_MS', 9_000, 1, 3_600_000),

@@ -17,10 +17,12 @@ see the README.`
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...args] = argv
-  if (!command || command === 'help' || command === '--help' || command === '-h') {
+  // Asked for, the usage is the answer (exit 0); with no command at all, a command line is wrong (2).
+  if (command === 'help' || command === '--help' || command === '-h') {
     process.stdout.write(`${usage}\n`)
     return
   }
+  if (!command) throw new UsageError('a command is required')
   const known = ['serve', 'migrate', 'tokens', 'webhooks']
   if (!known.includes(command)) throw new UsageError(`unknown command "${command}"`)
   const config = loadConfig()

@@ -91,9 +91,12 @@ for (const store of testStores()) {
       ['tokens', 'create', '--name', 'x', '--expires-in', '36501d'],
       ['tokens', 'revoke'],
       ['tokens', 'bogus'],
+      ['tokens', 'create', '--name', 'a\nb'],
+      ['tokens', 'create', '--name', 'x'.repeat(101)],
       ['bogus'],
+      [],
     ]) {
-      it(`rejects "${args.join(' ')}" with usage and exit 2`, async () => {
+      it(`rejects "${args.join(' ').slice(0, 40)}" with usage and exit 2`, async () => {
         const result = await runCli(args, env)
         assert.equal(result.code, 2)
         assert.match(result.stderr, /plant-store/)
