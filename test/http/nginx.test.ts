@@ -198,6 +198,16 @@ if (
             assert.equal(again.status, 200)
           }
 
+          // nginx's own errors come in the Error shape too, not as its HTML pages.
+          const tooBig = await request('POST', `${url}/plants`, {
+            token,
+            body: `"${'x'.repeat(2 * 1024 * 1024)}"`,
+          })
+          assert.equal(tooBig.status, 413)
+          assert.match(tooBig.headers.get('content-type') ?? '', /^application\/json/)
+          assert.equal(tooBig.json.error, 413)
+          assert.match(tooBig.json.message, /client_max_body_size/)
+
           const pids = [2, 3].map((n) => Number(readFileSync(path.join(dir, `instance-${n}.pid`), 'utf8')))
           const nginxPid = Number(readFileSync(path.join(dir, 'nginx/nginx.pid'), 'utf8'))
           demo.child.kill('SIGTERM')
