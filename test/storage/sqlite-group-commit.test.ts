@@ -167,6 +167,58 @@ describe('sqlite group commit', () => {
     assert.deepEqual(await create(store, plant(12n, 'fine too')), { kind: 'created' })
   })
 
+  it('answers every request of a batch whose COMMIT itself fails with the error, and stores none', async () => {
+    const store = open()
+    assert.equal((await create(store, plant(1n, 'stored before'))).kind, 'created')
+    // A deferred foreign key is checked at COMMIT: every statement of the batch succeeds, and the
+    // COMMIT statement is what fails (SQLite then leaves the transaction open; it must be undone).
+    withConnection((db) =>
+      db.exec(`CREATE TABLE guard_parent (id INTEGER PRIMARY KEY);
+               CREATE TABLE guard_child (parent INTEGER REFERENCES guard_parent (id) DEFERRABLE INITIALLY DEFERRED);
+               CREATE TRIGGER guard AFTER INSERT ON plants WHEN NEW.name = 'orphan'
+               BEGIN INSERT INTO guard_child VALUES (42); END`),
+    )
+    const batch = [plant(10n, 'fine'), plant(11n, 'orphan'), plant(12n, 'fine too')]
+    const results = await inOneBatch(store, () => batch.map((p) => create(store, p)))
+    for (const [i, result] of results.entries()) {
+      assert.equal(result.status, 'rejected', `request ${i} must fail with its batch`)
+      assert.match((result as PromiseRejectedResult).reason.message, /FOREIGN KEY constraint failed/)
+    }
+    assert.deepEqual(storedIds([10n, 11n, 12n]), [], 'none of the batch is stored')
+    const orphans = withConnection(
+      (db) => db.prepare('SELECT count(*) AS n FROM guard_child').get() as { n: bigint },
+    )
+    assert.equal(orphans.n, 0n)
+    assert.deepEqual(await create(store, plant(10n, 'fine')), { kind: 'created' }, 'the next batch works')
+    assert.deepEqual(storedIds([10n]), [10n])
+  })
+
+  it('syncs the WAL only for batches that changed something: an idle webhook poll costs no fsync', async () => {
+    let syncs = 0
+    const counting: SyncFile = (fd, done) => {
+      syncs++
+      fs.fdatasync(fd, done)
+    }
+    const store = open({}, counting)
+    assert.equal((await create(store, plant(1n, 'synced'))).kind, 'created')
+    assert.equal(syncs, 1)
+    const claimed = await store.claimDeliveries({
+      owner: 'test',
+      now: new Date(),
+      leaseUntil: new Date(Date.now() + 60_000),
+      limit: 10,
+      perSubscription: 4,
+      excludeSubscriptions: [],
+    })
+    assert.deepEqual(claimed, [])
+    assert.equal(await store.revokeToken('tok_none'), false)
+    assert.equal(syncs, 1, 'a batch that wrote nothing is not synced')
+    assert.equal((await create(store, plant(1n, 'synced'))).kind, 'replayed')
+    assert.equal(syncs, 1, 'nor is a replayed create')
+    assert.equal((await create(store, plant(2n, 'synced'))).kind, 'created')
+    assert.equal(syncs, 2)
+  })
+
   it('fails a whole batch with StoreUnavailableError when another process holds the lock too long', async () => {
     const store = open({ busyTimeoutMs: 50 })
     await store.ping()

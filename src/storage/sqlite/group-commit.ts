@@ -130,6 +130,7 @@ export class GroupCommitWriter {
       savepoint: db.prepare('SAVEPOINT op'),
       release: db.prepare('RELEASE op'),
       rollbackTo: db.prepare('ROLLBACK TO op'),
+      totalChanges: db.prepare('SELECT total_changes()').pluck(),
     }
     if (options.synchronous === 'full') this.walFd = openWal(db, options.path)
     // Its thread starts with the first checkpoint, not here: loading it beside the service's own
@@ -221,7 +222,9 @@ export class GroupCommitWriter {
   private runAndCommit(batch: Queued[]): void {
     const { control, db } = this
     const outcomes: Outcome[] = []
+    let wrote = true
     try {
+      const changesBefore = control.totalChanges.get()
       this.ops.forget()
       for (const { op } of batch) {
         if (op.op === 'createPlant') {
@@ -240,18 +243,21 @@ export class GroupCommitWriter {
           outcomes.push({ ok: false, error: storeError(error) })
         }
       }
-      if (this.walFd !== undefined) this.snapshot.hold()
+      // A batch that changed no row (the webhook worker's poll when nothing is due, once a second)
+      // commits no WAL frame: there is nothing to sync, and an idle service made no fsync at all.
+      wrote = control.totalChanges.get() !== changesBefore
+      if (this.walFd !== undefined && wrote) this.snapshot.hold()
       control.commit.run()
     } catch (error) {
       if (db.inTransaction) control.rollback.run()
-      if (this.walFd !== undefined) this.snapshot.release()
+      if (this.walFd !== undefined && wrote) this.snapshot.release()
       this.fail(batch, storeError(error))
       return
     }
     this.counters.batchesCommitted++
     this.counters.requestsCommitted += batch.length
     this.counters.largestBatch = Math.max(this.counters.largestBatch, batch.length)
-    if (this.walFd === undefined) {
+    if (this.walFd === undefined || !wrote) {
       this.answer(batch, outcomes)
       return
     }
