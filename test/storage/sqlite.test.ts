@@ -25,10 +25,10 @@ describe('sqlite migrations', () => {
   it('apply every version once, and nothing on a second run', () => {
     const db = new Database(path.join(dir, 'migrations.db'))
     try {
-      assert.deepEqual(migrateSqlite(db), [1, 2])
+      assert.deepEqual(migrateSqlite(db), [1, 2, 3])
       assert.deepEqual(migrateSqlite(db), [])
       const versions = db.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all()
-      assert.deepEqual(versions, [1, 2])
+      assert.deepEqual(versions, [1, 2, 3])
     } finally {
       db.close()
     }

@@ -53,4 +53,13 @@ export const sqliteMigrations: { version: number; name: string; sql: string }[] 
       CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at);
       CREATE INDEX webhook_deliveries_recent ON webhook_deliveries (created_at);`,
   },
+  {
+    version: 3,
+    name: 'due deliveries by subscription',
+    // The claim reads each subscriber's due deliveries from here (write-ops.ts), as PostgreSQL's
+    // does from its own; through the (status, next_attempt_at) index it walked every due row of
+    // every subscriber, a hung one's whole backlog included, on every poll.
+    sql: `CREATE INDEX webhook_deliveries_pending_by_subscription ON webhook_deliveries (subscription_id, next_attempt_at)
+      WHERE status = 'pending';`,
+  },
 ]

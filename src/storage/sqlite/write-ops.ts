@@ -25,6 +25,12 @@ export type WriteOp =
   | { op: 'claimDeliveries'; request: ClaimRequest }
   | { op: 'recordAttempt'; result: AttemptResult }
 
+/** One subscriber's due, unleased deliveries, earliest first. */
+export const dueDeliveriesSql = `SELECT * FROM webhook_deliveries
+  WHERE subscription_id = ? AND status = 'pending' AND next_attempt_at <= ?
+    AND (lease_until IS NULL OR lease_until < ?)
+  ORDER BY next_attempt_at LIMIT ?`
+
 export function prepareWriteOps(db: Database.Database) {
   const exact = (sql: string) => db.prepare(sql).safeIntegers(true)
   const s = {
@@ -55,6 +61,8 @@ export function prepareWriteOps(db: Database.Database) {
           status = ?, next_attempt_at = coalesce(?, next_attempt_at), lease_owner = NULL, lease_until = NULL
       WHERE id = ? AND lease_owner = ? AND status = 'pending'`),
     lease: db.prepare('UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ? WHERE id = ?'),
+    subscriptions: db.prepare('SELECT id, url, secret FROM webhook_subscriptions'),
+    dueFor: exact(dueDeliveriesSql),
   }
 
   // Whether any webhook subscriber exists, asked once per transaction rather than once per create:
@@ -104,22 +112,20 @@ export function prepareWriteOps(db: Database.Database) {
       if (removed) s.failSubscriptionDeliveries.run(id)
       return removed
     },
+    // Each subscriber's earliest due deliveries, at most perSubscription of them, from an index
+    // range of its own; a saturated subscriber is skipped without reading its backlog at all.
     claimDeliveries: ({ request }) => {
-      const excluded = request.excludeSubscriptions
+      const excluded = new Set(request.excludeSubscriptions)
       const now = request.now.getTime()
-      const rows = db
-        .prepare(
-          `SELECT * FROM (
-             SELECT d.*, s.url, s.secret,
-                    row_number() OVER (PARTITION BY d.subscription_id ORDER BY d.next_attempt_at) AS rank
-             FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
-             WHERE d.status = 'pending' AND d.next_attempt_at <= ?
-               AND (d.lease_until IS NULL OR d.lease_until < ?)
-               ${excluded.length ? `AND d.subscription_id NOT IN (${excluded.map(() => '?').join(',')})` : ''}
-           ) WHERE rank <= ? ORDER BY next_attempt_at LIMIT ?`,
-        )
-        .safeIntegers(true)
-        .all(now, now, ...excluded, request.perSubscription, request.limit) as Row[]
+      const due: Row[] = []
+      for (const sub of s.subscriptions.all() as Row[]) {
+        if (excluded.has(sub.id as string)) continue
+        for (const row of s.dueFor.all(sub.id, now, now, request.perSubscription) as Row[]) {
+          due.push({ ...row, url: sub.url, secret: sub.secret })
+        }
+      }
+      due.sort((a, b) => Number(a.next_attempt_at) - Number(b.next_attempt_at))
+      const rows = due.slice(0, request.limit)
       for (const row of rows) s.lease.run(request.owner, request.leaseUntil.getTime(), row.id)
       return rows
     },
