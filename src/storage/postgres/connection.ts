@@ -50,6 +50,17 @@ function errorCode(error: unknown): string | undefined {
 }
 
 /**
+ * True when the server ended the session the statement was sent on (57P01 terminated by an
+ * administrator or a shutdown, 57P02 crash shutdown): the statement did not run, and the pool hands
+ * out such a connection once more after a database restart, so the first request on each stale
+ * connection failed with a 503 although the database was back.
+ */
+export function wasSessionTerminated(error: unknown): boolean {
+  const code = errorCode(error)
+  return code === '57P01' || code === '57P02'
+}
+
+/**
  * True when the error says the database cannot be reached (as opposed to a bad statement): network
  * errors, postgres.js connection states, SQLSTATE class 08 and server shutdown, start-up or "too
  * many connections". A cancelled statement (57014, statement_timeout) is not one of them.

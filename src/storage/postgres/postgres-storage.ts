@@ -14,7 +14,12 @@ import type {
 import { StoreReadOnlyError, StoreUnavailableError } from '../storage.js'
 import { plantJson } from '../plant-json.js'
 import { type CreateRequest, CreateBatcher } from './create-batcher.js'
-import { createPostgresClient, type PostgresOptions, toStoreError } from './connection.js'
+import {
+  createPostgresClient,
+  type PostgresOptions,
+  toStoreError,
+  wasSessionTerminated,
+} from './connection.js'
 import { migratePostgres, type PgSql } from './migrations.js'
 
 export { createPostgresClient, isUnavailableError, type PostgresOptions } from './connection.js'
@@ -37,6 +42,16 @@ const MAX_BATCH = 256
  */
 const CLIENT_DEADLINE_MARGIN_MS = 1000
 
+/** Runs `work` again, once, when its session had been terminated (it did not run: see wasSessionTerminated). */
+async function retriedOnce<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work()
+  } catch (error) {
+    if (!wasSessionTerminated(error)) throw error
+    return await work()
+  }
+}
+
 /**
  * Runs database work, turning connectivity failures into StoreUnavailableError (answered as 503).
  * With `deadlineMs`, work that has not settled by then fails the same way; the statement itself
@@ -45,9 +60,9 @@ const CLIENT_DEADLINE_MARGIN_MS = 1000
 async function guard<T>(work: () => Promise<T>, deadlineMs?: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined
   try {
-    if (deadlineMs === undefined) return await work()
+    if (deadlineMs === undefined) return await retriedOnce(work)
     // Settled here, so a rejection after the deadline is not an unhandled one.
-    const pending = (async () => work())()
+    const pending = retriedOnce(work)
     pending.catch(() => {})
     const deadline = new Promise<never>((_resolve, reject) => {
       timer = setTimeout(
