@@ -117,8 +117,29 @@ function databaseUrl(env: Env): string | undefined {
   }
   if (!/^postgres(ql)?:\/\//.test(raw))
     throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://')
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw new ConfigError(
+      'DATABASE_URL is not a valid URL (percent-encode special characters in the password)',
+    )
+  }
+  // postgres.js takes any other value as "use TLS", and the only error was a TLS disconnect.
+  const sslmode = url.searchParams.get('sslmode')
+  if (sslmode !== null && !SSL_MODES.includes(sslmode)) {
+    throw new ConfigError(`DATABASE_URL sslmode must be one of ${SSL_MODES.join(', ')}; got "${sslmode}"`)
+  }
+  // postgres.js 3.4.9 splits the host on ':' and looked up "[" (ENOTFOUND).
+  if (url.hostname.startsWith('[')) {
+    throw new ConfigError(
+      'DATABASE_URL: the PostgreSQL driver cannot connect to a bracketed IPv6 address; use a host name that resolves to it',
+    )
+  }
   return raw
 }
+
+const SSL_MODES = ['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full']
 
 function trustProxy(env: Env): boolean | string[] {
   const raw = env.TRUST_PROXY?.trim()

@@ -43,6 +43,21 @@ const publicPlant = (plant: Plant) =>
   plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag }
 
 /**
+ * The router refuses bad percent-encoding in the path (frameworkErrors in app.ts), but the query
+ * parser keeps such text as is: `tag=%ff` matched a tag spelt "%ff". decodeURIComponent throws on a
+ * `%` without two hex digits and on bytes that are not UTF-8 (an encoded lone surrogate included).
+ */
+function checkPercentEncoding(url: string): void {
+  const question = url.indexOf('?')
+  if (question === -1 || !url.includes('%', question)) return
+  try {
+    decodeURIComponent(url.slice(question + 1))
+  } catch {
+    throw new ApiError('VALIDATION_FAILED', 'URL is malformed: bad percent-encoding in the query string')
+  }
+}
+
+/**
  * Builds the `Link: <...>; rel="next"` URL from the request's own origin and filters. The origin
  * comes from the client (Host, or X-Forwarded-* from a trusted proxy); when it is missing (HTTP/1.0)
  * or not a plain host (a forwarded one: Host itself is checked by requireHost), the link is relative to the request URL instead (RFC 8288 allows it), so a
@@ -156,8 +171,9 @@ export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: To
       const query = request.query
       // Ajv checked a coerced copy, which takes "0x10", "1e2", "+5" or " 3"; the text itself must be
       // decimal digits, like the ids.
+      checkPercentEncoding(request.url)
       const limit = query.limit === undefined ? DEFAULT_LIMIT : Number(query.limit)
-      if ((query.limit !== undefined && !/^\d{1,4}$/.test(query.limit)) || limit < 1 || limit > 1000) {
+      if ((query.limit !== undefined && !/^0*\d{1,4}$/.test(query.limit)) || limit < 1 || limit > 1000) {
         throw new ApiError('VALIDATION_FAILED', `query parameter limit ${LIMIT_RULE}`, {
           details: [{ field: 'limit', rule: LIMIT_RULE }],
         })

@@ -169,10 +169,20 @@ for (const store of testStores()) {
       assert.match(exact.text, /"id":9007199254740993/)
     })
 
-    it('accepts limit 1 and 1000', async () => {
+    it('accepts limit 1 and 1000, leading zeros or not', async () => {
       assert.equal((await list('?limit=1')).json.length, 1)
       assert.equal((await list('?limit=1000')).json.length, ids.length)
+      assert.equal((await list('?limit=00005')).json.length, 5)
+      assert.equal((await list('?limit=0000001000')).json.length, ids.length)
     })
+
+    for (const query of ['?tag=%ff', '?tag=%ED%A0%80', '?tag=%', '?limit=2&tag=a%2']) {
+      it(`answers 400 for bad percent-encoding in the query: ${query}`, async () => {
+        const response = await list(query)
+        assert.equal(response.status, 400)
+        assert.equal(response.json.message, 'URL is malformed: bad percent-encoding in the query string')
+      })
+    }
 
     for (const query of [
       '?limit=0',
@@ -190,7 +200,8 @@ for (const store of testStores()) {
       '?limit=%205',
       '?limit=3%20',
       '?limit=%0A3',
-      '?limit=00005',
+      '?limit=00000',
+      '?limit=%ff',
     ]) {
       it(`answers 400 naming limit for ${query}`, async () => {
         const response = await list(query)
