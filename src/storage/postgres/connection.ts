@@ -60,6 +60,12 @@ export function wasSessionTerminated(error: unknown): boolean {
   return code === '57P01' || code === '57P02'
 }
 
+/** True when the connection broke under the statement: whether it ran is unknown. */
+export function wasConnectionLost(error: unknown): boolean {
+  const code = errorCode(error)
+  return code === 'ECONNRESET' || code === 'EPIPE' || code === 'CONNECTION_CLOSED'
+}
+
 /**
  * True when the error says the database cannot be reached (as opposed to a bad statement): network
  * errors, postgres.js connection states, SQLSTATE class 08 and server shutdown, start-up or "too

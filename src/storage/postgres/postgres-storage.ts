@@ -18,6 +18,7 @@ import {
   createPostgresClient,
   type PostgresOptions,
   toStoreError,
+  wasConnectionLost,
   wasSessionTerminated,
 } from './connection.js'
 import { migratePostgres, type PgSql } from './migrations.js'
@@ -42,13 +43,26 @@ const MAX_BATCH = 256
  */
 const CLIENT_DEADLINE_MARGIN_MS = 1000
 
-/** Runs `work` again, once, when its session had been terminated (it did not run: see wasSessionTerminated). */
-async function retriedOnce<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work()
-  } catch (error) {
-    if (!wasSessionTerminated(error)) throw error
-    return await work()
+/**
+ * Runs `work` again on another connection while the one it was sent on turns out dead: the server
+ * had ended the session (the statement did not run: see wasSessionTerminated) or, for `idempotent`
+ * work only, the connection was reset, where the statement may or may not have run. After a
+ * restart or pg_terminate_backend the pool hands out each of its dead connections once more, and
+ * the first requests on them got 503s with the database back. Each dead one fails at once, so
+ * `attempts` (pool size + 1) bounds the work, and a guard's deadline bounds the time.
+ */
+async function retriedOnDeadConnection<T>(
+  work: () => Promise<T>,
+  idempotent: boolean,
+  attempts: number,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work()
+    } catch (error) {
+      const dead = wasSessionTerminated(error) || (idempotent && wasConnectionLost(error))
+      if (!dead || attempt >= attempts) throw error
+    }
   }
 }
 
@@ -57,12 +71,16 @@ async function retriedOnce<T>(work: () => Promise<T>): Promise<T> {
  * With `deadlineMs`, work that has not settled by then fails the same way; the statement itself
  * goes on in the background (a write may still commit later, as with any lost connection).
  */
-async function guard<T>(work: () => Promise<T>, deadlineMs?: number): Promise<T> {
+async function guard<T>(
+  work: () => Promise<T>,
+  deadlineMs?: number,
+  retry: { idempotent: boolean; attempts: number } = { idempotent: false, attempts: 1 },
+): Promise<T> {
   let timer: NodeJS.Timeout | undefined
   try {
-    if (deadlineMs === undefined) return await retriedOnce(work)
+    if (deadlineMs === undefined) return await retriedOnDeadConnection(work, retry.idempotent, retry.attempts)
     // Settled here, so a rejection after the deadline is not an unhandled one.
-    const pending = retriedOnce(work)
+    const pending = retriedOnDeadConnection(work, retry.idempotent, retry.attempts)
     pending.catch(() => {})
     const deadline = new Promise<never>((_resolve, reject) => {
       timer = setTimeout(
@@ -136,7 +154,7 @@ export async function openPostgresStorage(options: PostgresOptions): Promise<Sto
     await sql.end({ timeout: 1 }).catch(() => {})
     throw error
   }
-  return new PostgresStorage(sql, options.statementTimeoutMs)
+  return new PostgresStorage(sql, options)
 }
 
 /**
@@ -159,15 +177,24 @@ export class PostgresStorage implements Storage {
   /** DB_STATEMENT_TIMEOUT_MS plus a margin: see CLIENT_DEADLINE_MARGIN_MS. */
   private readonly deadlineMs: number
 
+  /** Every pooled connection may be dead after a database restart: see retriedOnDeadConnection. */
+  private readonly retryAttempts: number
+
   constructor(
     private readonly sql: PgSql,
-    statementTimeoutMs: number,
+    options: PostgresOptions,
   ) {
-    this.deadlineMs = statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS
+    this.deadlineMs = options.statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS
+    this.retryAttempts = options.poolSize + 1
   }
 
   private guard<T>(work: () => Promise<T>): Promise<T> {
-    return guard(work, this.deadlineMs)
+    return guard(work, this.deadlineMs, { idempotent: false, attempts: this.retryAttempts })
+  }
+
+  /** For statements that may safely run twice: reads, and creates (a replay answers the same). */
+  private guardIdempotent<T>(work: () => Promise<T>): Promise<T> {
+    return guard(work, this.deadlineMs, { idempotent: true, attempts: this.retryAttempts })
   }
 
   createPlant(plant: Plant, payload: string): Promise<CreateOutcome> {
@@ -190,7 +217,7 @@ export class PostgresStorage implements Storage {
       const open = batch.flatMap((request, i) => (outcomes[i] ? [] : [{ ...request, i }]))
       if (open.length === 0) return outcomes as CreateOutcome[]
       const now = new Date()
-      const inserted = await this.guard(
+      const inserted = await this.guardIdempotent(
         () => sql`WITH input AS (
             SELECT * FROM unnest(
               ${open.map((r) => String(r.plant.id))}::int8[], ${open.map((r) => r.plant.name)}::text[],
@@ -215,7 +242,7 @@ export class PostgresStorage implements Storage {
       const taken = open.filter((r) => !created.has(r.plant.id))
       for (const r of open) if (created.has(r.plant.id)) outcomes[r.i] = { kind: 'created' }
       if (taken.length === 0) continue
-      const rows = await this.guard(
+      const rows = await this.guardIdempotent(
         () => sql`SELECT id, name, tag FROM plants
           WHERE id = ANY(${taken.map((r) => String(r.plant.id))}::int8[])`,
       )
@@ -232,7 +259,9 @@ export class PostgresStorage implements Storage {
   }
 
   async readPlantJson(id: bigint): Promise<string | undefined> {
-    const [row] = await this.guard(() => this.sql`SELECT id, name, tag FROM plants WHERE id = ${id}`)
+    const [row] = await this.guardIdempotent(
+      () => this.sql`SELECT id, name, tag FROM plants WHERE id = ${id}`,
+    )
     return row ? plantJson(toPlant(row)) : undefined
   }
 
@@ -244,7 +273,7 @@ export class PostgresStorage implements Storage {
   async listPlantsJson(query: ListQuery): Promise<PlantPage> {
     const { sql } = this
     const { after, tag, limit } = query
-    const rows = await this.guard(
+    const rows = await this.guardIdempotent(
       () => sql`SELECT id, name, tag FROM plants
         WHERE ${tag === undefined ? sql`TRUE` : sql`tag = ${tag}`}
           AND ${after === undefined ? sql`TRUE` : sql`id > ${after}`}
@@ -269,12 +298,12 @@ export class PostgresStorage implements Storage {
   }
 
   async findTokenByHash(hash: string): Promise<TokenRecord | undefined> {
-    const [row] = await this.guard(() => this.sql`SELECT * FROM tokens WHERE token_hash = ${hash}`)
+    const [row] = await this.guardIdempotent(() => this.sql`SELECT * FROM tokens WHERE token_hash = ${hash}`)
     return row ? toToken(row) : undefined
   }
 
   async listTokens(): Promise<TokenRecord[]> {
-    const rows = await this.guard(() => this.sql`SELECT * FROM tokens ORDER BY created_at, id`)
+    const rows = await this.guardIdempotent(() => this.sql`SELECT * FROM tokens ORDER BY created_at, id`)
     return rows.map(toToken)
   }
 
@@ -286,11 +315,11 @@ export class PostgresStorage implements Storage {
   }
 
   async touchToken(id: string, at: Date): Promise<void> {
-    await this.guard(() => this.sql`UPDATE tokens SET last_used_at = ${at} WHERE id = ${id}`)
+    await this.guardIdempotent(() => this.sql`UPDATE tokens SET last_used_at = ${at} WHERE id = ${id}`)
   }
 
   async countUsableTokens(now: Date): Promise<number> {
-    const [row] = await this.guard(
+    const [row] = await this.guardIdempotent(
       () => this.sql`SELECT count(*) AS n FROM tokens
         WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ${now})`,
     )
@@ -305,7 +334,9 @@ export class PostgresStorage implements Storage {
   }
 
   async listSubscriptions(): Promise<Subscription[]> {
-    const rows = await this.guard(() => this.sql`SELECT * FROM webhook_subscriptions ORDER BY created_at, id`)
+    const rows = await this.guardIdempotent(
+      () => this.sql`SELECT * FROM webhook_subscriptions ORDER BY created_at, id`,
+    )
     return rows.map((row) => ({
       id: row.id as string,
       url: row.url as string,
@@ -385,7 +416,7 @@ export class PostgresStorage implements Storage {
 
   async listDeliveries(options: { failedOnly: boolean; limit: number }): Promise<Delivery[]> {
     const { sql } = this
-    const rows = await this.guard(
+    const rows = await this.guardIdempotent(
       () => sql`SELECT * FROM webhook_deliveries
         ${options.failedOnly ? sql`WHERE status = 'failed'` : sql``}
         ORDER BY created_at DESC, id LIMIT ${options.limit}`,
@@ -395,7 +426,7 @@ export class PostgresStorage implements Storage {
 
   /** Ready means able to take writes too: a standby, or a primary set read-only, is not. */
   async ping(): Promise<void> {
-    const [row] = await this.guard(
+    const [row] = await this.guardIdempotent(
       () => this.sql`SELECT current_setting('transaction_read_only') = 'on' AS read_only`,
     )
     if (row?.read_only === true) {
