@@ -17,12 +17,15 @@ export function randomBase62(length: number): string {
   return out
 }
 
-/** A new secret: `pst_` + 43 base62 characters (about 256 bits). */
+/** Base62 characters after the prefix: about 256 bits. */
+const SECRET_LENGTH = 43
+
+/** A new secret: `pst_` + 43 base62 characters. */
 export function generateTokenSecret(): string {
-  return TOKEN_PREFIX + randomBase62(43)
+  return TOKEN_PREFIX + randomBase62(SECRET_LENGTH)
 }
 
-const TOKEN_SHAPE = /^pst_[0-9A-Za-z]{43}$/
+const TOKEN_SHAPE = new RegExp(`^${TOKEN_PREFIX}[0-9A-Za-z]{${SECRET_LENGTH}}$`)
 
 /** Whether `secret` has the form generateTokenSecret gives; no other secret was ever issued. */
 export function isTokenShaped(secret: string): boolean {

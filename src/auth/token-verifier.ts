@@ -27,14 +27,14 @@ export class TokenVerifier {
    * costs no promise; otherwise the store is asked first.
    */
   verify(secret: string): Verification | Promise<Verification> {
-    // Only secrets this service could have issued are looked up, and so cached: keyed by anything a
-    // client sends, 10,000 distinct 16 KiB headers pinned 180 MB until the cache filled and cleared.
-    if (!isTokenShaped(secret)) return { ok: false, reason: 'unknown' }
     const now = Date.now()
     // Keyed by the presented secret, so a cached token costs no SHA-256 per request; the secret
     // stays only in this process's memory, where the request carrying it already is.
     const entry = this.cache.get(secret)
     if (entry && now - entry.at < this.cacheMs) return this.judge(entry.record, now)
+    // Only secrets this service could have issued are looked up, and so cached: keyed by anything a
+    // client sends, 10,000 distinct 16 KiB headers pinned 180 MB until the cache filled and cleared.
+    if (!isTokenShaped(secret)) return { ok: false, reason: 'unknown' }
     return this.storage.findTokenByHash(hashToken(secret)).then((record) => {
       if (this.cacheMs > 0) {
         if (this.cache.size >= MAX_CACHED) this.cache.clear()

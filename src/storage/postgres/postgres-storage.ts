@@ -78,9 +78,9 @@ async function guard<T>(
 ): Promise<T> {
   let timer: NodeJS.Timeout | undefined
   try {
-    if (deadlineMs === undefined) return await retriedOnDeadConnection(work, retry.idempotent, retry.attempts)
-    // Settled here, so a rejection after the deadline is not an unhandled one.
     const pending = retriedOnDeadConnection(work, retry.idempotent, retry.attempts)
+    if (deadlineMs === undefined) return await pending
+    // Settled here, so a rejection after the deadline is not an unhandled one.
     pending.catch(() => {})
     const deadline = new Promise<never>((_resolve, reject) => {
       timer = setTimeout(
