@@ -12,17 +12,9 @@
 //
 // Everything else is 404. Environment: PORT, HOST (default 127.0.0.1), BENCH_TOKEN (required).
 import http from 'node:http'
+import { PLANTS, yardstickSettings } from './lib/yardstick.mjs'
 
-const port = Number(process.env.PORT ?? 0)
-const host = process.env.HOST ?? '127.0.0.1'
-const token = process.env.BENCH_TOKEN
-if (!token) {
-  process.stderr.write('baseline: BENCH_TOKEN is required\n')
-  process.exit(2)
-}
-const expected = `Bearer ${token}`
-
-const PLANTS = Array.from({ length: 1000 }, (_, i) => ({ id: i + 1, name: `plant ${i + 1}`, tag: 'bench' }))
+const { port, host, expected } = yardstickSettings('baseline')
 
 function send(res, status, body) {
   res.writeHead(status, {

@@ -29,7 +29,7 @@ import {
 } from './lib/proc.mjs'
 import { startNodeFlags } from '../scripts/start-node-flags.mjs'
 import { summarizeProfile } from './lib/profile.mjs'
-import { evaluateTargets, formatCount, markdown, median, summarize } from './lib/report.mjs'
+import { evaluateTargets, formatCount, markdown, median, REFERENCE, summarize } from './lib/report.mjs'
 import {
   BUILT_CLI,
   preparePostgres,
@@ -57,6 +57,8 @@ const USAGE = `Usage: node bench/run.mjs [options]        (build first: npm run 
   --big                 the issue's size: big stores hold 10,000,000 plants (adds about 40-80 s of
                         pre-fill, so the run takes about 5 minutes); with --quick, adds the big size
   --read-seed N         plants added to the empty stores before the read scenarios (default 10000)
+  --reference           also measure bench/fastify-reference.mjs, the baseline's routes on bare Fastify
+                        (schema validation, no store), to show what the framework alone costs
   --profile             also record a CPU profile of the service under each selected scenario (SQLite)
   --profile-seconds S   load per profile (default 5)
   --sqlite-sync MODE    full (fsync per commit, default) or normal
@@ -95,6 +97,7 @@ function readOptions() {
       plants: { type: 'string' },
       big: { type: 'boolean', default: false },
       'read-seed': { type: 'string' },
+      reference: { type: 'boolean', default: false },
       profile: { type: 'boolean', default: false },
       'profile-seconds': { type: 'string' },
       'sqlite-sync': { type: 'string' },
@@ -156,6 +159,7 @@ function readOptions() {
     sizes: list('sizes', quick && !values.big ? ['empty'] : ['empty', 'big'], ['empty', 'big']),
     plants: Math.round(number('plants', values.big ? 10_000_000 : 1_000_000, 1, 1e9)),
     readSeed: Math.round(number('read-seed', 10_000, 1, 1e8)),
+    reference: values.reference,
     profile: values.profile,
     profileSeconds: number('profile-seconds', 5, 1, 120),
     sqliteSync: values['sqlite-sync'] ?? 'full',
@@ -380,6 +384,19 @@ async function main() {
     const startupMs = await waitFor200(proc, url, '/healthz', 10_000)
     servers.push({ id: 'baseline', proc, url, token: baseToken, readMax: options.readSeed, startupMs })
   }
+  if (options.reference) {
+    const port = await freePort()
+    const proc = startNode({
+      name: REFERENCE.id,
+      args: [path.join(ROOT, 'bench', 'fastify-reference.mjs')],
+      env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', BENCH_TOKEN: baseToken },
+      logFile: path.join(tmpDir, `${REFERENCE.id}.log`),
+      cpu: serverCpu,
+    })
+    const url = `http://127.0.0.1:${port}`
+    await waitFor200(proc, url, '/healthz', 10_000)
+    servers.push({ id: REFERENCE.id, proc, url, token: baseToken, readMax: options.readSeed })
+  }
   // Each service is started three times (two throwaway starts, then the one that serves the
   // rounds) and the median time from spawn to /healthz and /readyz answering 200 is reported.
   const startService = async (config, name) => {
@@ -596,6 +613,7 @@ async function main() {
       readyMs,
       startupSamplesMs,
     })),
+    references: options.reference ? [REFERENCE] : [],
     baselineStartupMs: servers[0].startupMs,
     runs,
     profiles,

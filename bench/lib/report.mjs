@@ -18,11 +18,17 @@ export function formatCount(n) {
   return String(n)
 }
 
+/**
+ * The optional second yardstick (`--reference`, bench/fastify-reference.mjs): reported in rows of
+ * its own, as if it were a store, so that its ratio to the baseline sits beside the service's.
+ */
+export const REFERENCE = { id: 'fastify-reference', store: 'none: bare Fastify', size: 'empty', plants: 0 }
+
 /** One row per (scenario, config): per-round service/baseline pairs and their medians. */
 export function summarize(results) {
   const rows = []
   for (const scenario of results.options.scenarios) {
-    for (const config of results.configs) {
+    for (const config of [...results.configs, ...(results.references ?? [])]) {
       const rounds = []
       for (let round = 0; round < results.options.rounds; round++) {
         const base = results.runs.find(
@@ -186,6 +192,7 @@ export function evaluateTargets(results, rows) {
 }
 
 function plantsLabel(row) {
+  if (row.config === REFERENCE.id) return '–'
   if (row.plants > 0) return formatCount(row.plants)
   return row.readMax > 0 ? `0 + ${formatCount(row.readMax)} seed` : '0'
 }
@@ -231,7 +238,11 @@ export function markdown(results) {
       '(for PostgreSQL, "pg" adds the postmaster and its backends); "CPU µs/req" is that CPU time per ' +
       'answered request, for the service (with PostgreSQL) and the baseline; "baseline CPU / its load gen" shows ' +
       'whether the baseline or autocannon was the limit in the baseline runs; "other load" is CPU used by ' +
-      'anything else on the machine during the runs (the larger of the two runs of a round), i.e. noise.',
+      'anything else on the machine during the runs (the larger of the two runs of a round), i.e. noise.' +
+      (results.references?.length
+        ? ' Rows with store "none: bare Fastify" measure bench/fastify-reference.mjs (`--reference`): the ' +
+          "baseline's routes on Fastify with schema validation and no store, the framework's own share."
+        : ''),
   )
   lines.push('')
   lines.push(
