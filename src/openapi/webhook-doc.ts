@@ -40,7 +40,7 @@ export const newPlantWebhook = {
         content: { 'application/json': { schema: { $ref: '#/components/schemas/NewPlant' } } },
       },
       responses: {
-        '200': { description: 'Any 2xx status acknowledges the delivery.' },
+        '2XX': { description: 'Any 2xx status acknowledges the delivery.' },
       },
     },
   },

@@ -45,6 +45,11 @@ describe('GET /openapi.json', () => {
     }
   })
 
+  it('declares that any 2xx from a webhook subscriber acknowledges a delivery', () => {
+    const { responses } = doc.webhooks.newPlant.post
+    assert.deepEqual(Object.keys(responses), ['2XX'])
+  })
+
   it('keeps Plant, NewPlant and Error faithful to the seed', () => {
     const { Plant, NewPlant, Error: ErrorSchema } = doc.components.schemas
     assert.deepEqual(Plant.required, ['name'])
