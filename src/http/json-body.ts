@@ -1,8 +1,8 @@
 import { isUtf8 } from 'node:buffer'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { isLosslessNumber, parse as parseLossless } from 'lossless-json'
 import secureJson from 'secure-json-parse'
 import { ApiError } from '../errors.js'
+import { topLevelMemberLiteral } from './json-member-literal.js'
 
 /** Where the parser leaves the exact text of a top-level `id` that JSON.parse may have rounded. */
 export const exactIdLiteral = Symbol('exactIdLiteral')
@@ -14,16 +14,17 @@ const malformed = (message: string) => new ApiError('MALFORMED_JSON', message)
 /**
  * Arrays and objects nested deeper than this are refused. A NewPlant nests one level, and unknown
  * properties are ignored anyway; without a bound, a body of brackets is only limited by
- * BODY_LIMIT, and the lossless re-parse below recurses once per level.
+ * BODY_LIMIT.
  */
 export const MAX_NESTING = 64
 
 /**
- * Replaces Fastify's JSON parser. Parsing stays on the fast native path; the body is parsed again
- * losslessly only when JSON.parse may have changed the top-level `id`: an integer beyond 2^53, or
- * a body holding a fraction or exponent anywhere (`300000.00000000001` parses to the integer
- * 300000). The literal is kept beside the object (a symbol key, invisible to validation and
- * storage), and `bodyId` turns it into the exact id or a 400.
+ * Replaces Fastify's JSON parser. Parsing stays on the fast native path; the `id` member's source
+ * text is read back only when JSON.parse may have changed it: an integer beyond 2^53, or a body
+ * holding a fraction or exponent anywhere (`300000.00000000001` parses to the integer 300000).
+ * The literal is kept beside the object (a symbol key, invisible to validation and storage), and
+ * `bodyId` turns it into the exact id or a 400. Reading it back never refuses a body JSON.parse
+ * took (see json-member-literal.ts), so whether a body is accepted never depends on its id's size.
  */
 export function registerJsonBodyParser(app: FastifyInstance): void {
   // Fastify also parses text/plain by default; this API takes JSON only, anything else is a 415.
@@ -71,7 +72,7 @@ function parseJsonBody(request: FastifyRequest, raw: Buffer): JsonObject {
     Number.isInteger(id) &&
     (!Number.isSafeInteger(id) || FRACTION_OR_EXPONENT.test(text))
   ) {
-    object[exactIdLiteral] = exactTopLevelIdLiteral(text)
+    object[exactIdLiteral] = topLevelMemberLiteral(text, 'id')
   }
   return object
 }
@@ -100,14 +101,4 @@ function nestedTooDeeply(text: string): boolean {
     } else if (c === 0x5d || c === 0x7d) depth--
   }
   return false
-}
-
-function exactTopLevelIdLiteral(text: string): string {
-  let exact: unknown
-  try {
-    exact = (parseLossless(text) as Record<string, unknown>).id
-  } catch (error) {
-    throw malformed(`body could not be read exactly: ${(error as Error).message}`)
-  }
-  return isLosslessNumber(exact) ? exact.value : String(exact)
 }

@@ -103,6 +103,39 @@ for (const store of testStores()) {
       })
     }
 
+    // The id's digits are read back from the text only beyond 2^53; that must not make a body
+    // JSON.parse accepts fail, nor pick a different id than JSON.parse would (the last duplicate).
+    for (const [label, body, id] of [
+      ['after a byte-order mark', '\uFEFF{"id":9007199254741203,"name":"Bom"}', '9007199254741203'],
+      ['given twice (the last counts)', '{"id":8,"name":"Dup","id":9007199254740997}', '9007199254740997'],
+      [
+        'beside nested duplicate keys and a nested id',
+        '{"id":9007199254740999,"name":"Nested","a":{"b":1,"b":2,"id":5,"c":[{"id":6}]}}',
+        '9007199254740999',
+      ],
+      ['under an escaped key', '{"\\u0069d":9007199254741001,"name":"Escaped"}', '9007199254741001'],
+      [
+        'after a string of quotes and brackets',
+        '{ "name" : "Q \\" { [ ] } ," , "id" : 9007199254741003 }',
+        '9007199254741003',
+      ],
+    ] as const) {
+      it(`keeps an id beyond 2^53 exact ${label}`, async () => {
+        const response = await post(body)
+        assert.equal(response.status, 200, response.text)
+        const stored = await read(id)
+        assert.equal(stored.status, 200, stored.text)
+        assert.ok(stored.text.startsWith(`{"id":${id},"name":`), stored.text)
+      })
+    }
+
+    it('stores only the last of duplicate ids when one is beyond 2^53', async () => {
+      const response = await post('{"id":9007199254741005,"name":"First","id":11}')
+      assert.equal(response.status, 200, response.text)
+      assert.equal((await read('11')).json.name, 'First')
+      assert.equal((await read('9007199254741005')).status, 404)
+    })
+
     it('keeps a plain id exact when the name holds a dot or an exponent-like text', async () => {
       const response = await post('{"id":4242,"name":"St. John\'s wort 2e5","tag":"v1.2"}')
       assert.equal(response.status, 200, response.text)
