@@ -4,9 +4,12 @@ import type { Config } from './config.js'
 import { ApiError } from './errors.js'
 import { clientErrorHandler } from './http/client-errors.js'
 import { installErrorHandler, sendError } from './http/error-handler.js'
+import { closeConnectionsWhileDraining } from './http/drain.js'
+import { installExpectHandling } from './http/expect-header.js'
 import { requireHost } from './http/host-header.js'
 import { registerJsonBodyParser } from './http/json-body.js'
 import { lazyRequestLogger } from './http/lazy-request-logger.js'
+import { rejectBadQueryEncoding } from './http/query-encoding.js'
 import { installRequestLogging, requestIdFrom } from './http/request-logging.js'
 import { dedupedSerializers } from './http/serializers.js'
 import { installValidators } from './http/validators.js'
@@ -24,7 +27,11 @@ const CONNECTION_CHECK_MS = 500
  * The only way the HTTP app is built: the server, the CLI and every test call this with a config
  * and a storage adapter. It does not listen; see server.ts.
  */
-export async function buildApp(config: Config, storage: Storage): Promise<FastifyInstance> {
+export async function buildApp(
+  config: Config,
+  storage: Storage,
+  options: { draining?: () => boolean } = {},
+): Promise<FastifyInstance> {
   const app = Fastify({
     logger: {
       level: config.logLevel,
@@ -74,12 +81,15 @@ export async function buildApp(config: Config, storage: Storage): Promise<Fastif
       ),
   })
 
+  if (options.draining) closeConnectionsWhileDraining(app, options.draining)
   routeEveryHttpMethod(app)
   for (const schema of sharedSchemas) app.addSchema(schema)
   installValidators(app, sharedSchemas)
   installErrorHandler(app, config.bodyLimit)
   installRequestLogging(app)
   app.addHook('onRequest', requireHost)
+  installExpectHandling(app)
+  app.addHook('preParsing', rejectBadQueryEncoding)
   registerJsonBodyParser(app)
   app.setNotFoundHandler(async (request) => {
     throw new ApiError('ROUTE_NOT_FOUND', `no route for ${request.method} ${request.url.split('?')[0]}`)

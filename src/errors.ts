@@ -28,6 +28,10 @@ export const errorCatalog = {
     description: 'The path exists but not with this method; see the Allow header.',
   },
   PLANT_CONFLICT: { status: 409, description: 'A plant with this id exists with a different name or tag.' },
+  EXPECTATION_FAILED: {
+    status: 417,
+    description: 'The Expect header asks for something other than 100-continue.',
+  },
   BODY_TOO_LARGE: { status: 413, description: 'The body is larger than BODY_LIMIT.' },
   UNSUPPORTED_MEDIA_TYPE: {
     status: 415,

@@ -21,8 +21,8 @@ export async function createServer(
   storage: Storage,
   background: Background[] = [],
 ): Promise<RunningServer> {
-  const app = await buildApp(config, storage)
   let stopping: Promise<void> | undefined
+  const app = await buildApp(config, storage, { draining: () => stopping !== undefined })
 
   const shutdown = (reason: string) => {
     stopping ??= (async () => {

@@ -1,6 +1,7 @@
 import swagger from '@fastify/swagger'
 import type { FastifyInstance } from 'fastify'
 import { errorCatalog } from '../errors.js'
+import { errorResponses } from '../schemas/error.js'
 import { newPlantWebhook } from './webhook-doc.js'
 
 /**
@@ -28,9 +29,11 @@ Decisions where the seed description says "not shown":
   none, or a \`Content-Encoding\` other than \`identity\` is a 415.
 - **Errors**: \`error\` holds the HTTP status; \`message\` names the field and the rule; \`code\` is a stable
   catalog code (${Object.keys(errorCatalog).join(', ')}); \`details\` lists each field at fault.
-  Statuses beyond the seed's 400: 401, 403, 404, 405, 409, 413, 415, 500, 503; and, before any route
+  Statuses beyond the seed's 400: 401, 403, 404, 405, 409, 413, 415, 417, 500, 503; and, before any route
   and followed by closing the connection, 408 (headers too slow) and 431 (headers over 16 KiB).
-  Authentication is checked before the body is read: a bad token with a bad body is a 401.
+  Authentication is checked before the body is read: a bad token with a bad body is a 401, and an
+  \`Expect: 100-continue\` is answered with 100 only once nothing but the body can refuse the request;
+  another expectation is a 417. A query string with bad percent-encoding is a 400 on every route.
 - **Durability**: a 200 is sent only after the plant is committed to disk.
 - **Read, list, delete and webhooks** come from the fuller public sample this seed was trimmed from.
 `
@@ -64,7 +67,10 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         operationId: 'openapi',
         summary: 'This OpenAPI 3.1 document',
         security: [],
-        response: { 200: { type: 'object', additionalProperties: true, description: 'The document' } },
+        response: {
+          200: { type: 'object', additionalProperties: true, description: 'The document' },
+          ...errorResponses(),
+        },
       },
     },
     async () => app.swagger(),

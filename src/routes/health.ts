@@ -18,7 +18,7 @@ export function healthRoutes(app: FastifyInstance, storage: Storage): void {
         operationId: 'healthz',
         summary: 'Liveness: the process is up',
         security: [],
-        response: { 200: { ...Health, description: 'Alive' } },
+        response: { 200: { ...Health, description: 'Alive' }, ...errorResponses() },
       },
     },
     async () => ({ status: 'ok' }),

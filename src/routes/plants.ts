@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { requireScope } from '../auth/bearer-auth.js'
 import type { TokenVerifier } from '../auth/token-verifier.js'
 import { ApiError } from '../errors.js'
+import { sendContinue } from '../http/expect-header.js'
 import { PLAIN_HOST } from '../http/host-header.js'
 import { errorResponses } from '../schemas/error.js'
 import { type NewPlantBody, PlantIdParams } from '../schemas/plant.js'
@@ -43,21 +44,6 @@ const publicPlant = (plant: Plant) =>
   plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag }
 
 /**
- * The router refuses bad percent-encoding in the path (frameworkErrors in app.ts), but the query
- * parser keeps such text as is: `tag=%ff` matched a tag spelt "%ff". decodeURIComponent throws on a
- * `%` without two hex digits and on bytes that are not UTF-8 (an encoded lone surrogate included).
- */
-function checkPercentEncoding(url: string): void {
-  const question = url.indexOf('?')
-  if (question === -1 || !url.includes('%', question)) return
-  try {
-    decodeURIComponent(url.slice(question + 1))
-  } catch {
-    throw new ApiError('VALIDATION_FAILED', 'URL is malformed: bad percent-encoding in the query string')
-  }
-}
-
-/**
  * Builds the `Link: <...>; rel="next"` URL from the request's own origin and filters. The origin
  * comes from the client (Host, or X-Forwarded-* from a trusted proxy); when it is missing (HTTP/1.0)
  * or not a plain host (a forwarded one: Host itself is checked by requireHost), the link is relative to the request URL instead (RFC 8288 allows it), so a
@@ -85,9 +71,14 @@ export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: To
       // Without a Content-Type Fastify skips parsing and the body looks merely absent; say why.
       // RFC 9110 8.4: a content coding the server does not apply is a 415. Read as is, a gzip body
       // was a 400 for bad UTF-8, and plain JSON labelled gzip was stored.
-      preParsing: (request, _reply, payload, done) => {
+      // The 100 Continue a client may wait for goes out here, after authentication, once nothing
+      // but the body itself can refuse the request (http/expect-header.ts).
+      preParsing: (request, reply, payload, done) => {
         const coding = request.headers['content-encoding']?.trim().toLowerCase()
-        if (!coding || coding === 'identity') return done(null, payload)
+        if (!coding || coding === 'identity') {
+          sendContinue(request, reply, request.routeOptions.bodyLimit)
+          return done(null, payload)
+        }
         done(
           new ApiError(
             'UNSUPPORTED_MEDIA_TYPE',
@@ -171,7 +162,6 @@ export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: To
       const query = request.query
       // Ajv checked a coerced copy, which takes "0x10", "1e2", "+5" or " 3"; the text itself must be
       // decimal digits, like the ids.
-      checkPercentEncoding(request.url)
       const limit = query.limit === undefined ? DEFAULT_LIMIT : Number(query.limit)
       if ((query.limit !== undefined && !/^0*\d{1,4}$/.test(query.limit)) || limit < 1 || limit > 1000) {
         throw new ApiError('VALIDATION_FAILED', `query parameter limit ${LIMIT_RULE}`, {

@@ -28,13 +28,14 @@ export const ErrorBody = {
 }
 
 const statusText: Record<number, string> = {
-  400: 'Bad request: malformed JSON or a field that breaks a rule',
+  400: 'Bad request: malformed JSON, a field or parameter that breaks a rule, or a malformed query string',
   401: 'Missing, unknown, revoked or expired bearer token',
   403: 'The token lacks the scope this operation needs',
   404: 'Not found',
   409: 'Conflict with the stored plant of the same id',
   413: 'Body larger than the configured limit',
   415: 'Content-Type is not application/json',
+  417: 'An Expect header other than 100-continue',
   500: 'Unexpected server error',
   503: 'Store unavailable; retry later',
 }
@@ -44,10 +45,19 @@ const retryAfter = {
   'Retry-After': { type: 'integer', minimum: 1, description: 'Seconds to wait before retrying.' },
 }
 
-/** Declares the given error statuses, all with the Error body, for a route's `response` schema. */
+/**
+ * What any route can answer before its own work: a query string with bad percent-encoding
+ * (http/query-encoding.ts) and an unsupported Expect header (http/expect-header.ts).
+ */
+const ANY_ROUTE = [400, 417]
+
+/**
+ * Declares the given error statuses, and those of ANY_ROUTE, all with the Error body, for a
+ * route's `response` schema.
+ */
 export function errorResponses(...statuses: number[]): Record<number, unknown> {
   const responses: Record<number, unknown> = {}
-  for (const status of statuses) {
+  for (const status of [...new Set([...statuses, ...ANY_ROUTE])].sort((a, b) => a - b)) {
     responses[status] = { $ref: 'Error', description: statusText[status] ?? 'Error' }
     if (status === 503) (responses[status] as Record<string, unknown>).headers = retryAfter
   }

@@ -14,6 +14,23 @@ async function tokenFor(env: Record<string, string>): Promise<string> {
   return created.stdout.trim()
 }
 
+/**
+ * A POST /plants whose body is only partly sent, so it is in flight when a signal lands; `rest` is
+ * what completes it, and `reply` collects what the server sends back on the connection.
+ */
+async function postInFlight(url: string, token: string, body: string) {
+  const socket = net.connect(Number(new URL(url).port), '127.0.0.1')
+  await new Promise((resolve) => socket.once('connect', resolve))
+  let received = ''
+  socket.on('data', (chunk) => {
+    received += chunk.toString()
+  })
+  socket.write(
+    `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`,
+  )
+  return { socket, rest: body.slice(10), reply: () => received }
+}
+
 for (const store of testStores()) {
   describe(`the service as a process (${store})`, () => {
     it('keeps every acknowledged plant across kill -9', async () => {
@@ -54,30 +71,20 @@ for (const store of testStores()) {
       const service = await spawnService(env)
       await request('POST', `${service.url}/plants`, { token, body: { id: 76, name: 'before' } })
       // A request whose body is still arriving when the signal lands.
-      const port = Number(new URL(service.url).port)
-      const socket = net.connect(port, '127.0.0.1')
-      await new Promise((resolve) => socket.once('connect', resolve))
-      const body = '{"id":77,"name":"in flight"}'
-      socket.write(
-        `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`,
-      )
+      const { socket, rest, reply } = await postInFlight(service.url, token, '{"id":77,"name":"in flight"}')
       await sleep(200)
       service.child.kill('SIGTERM')
       await sleep(200)
       await assert.rejects(fetch(`${service.url}/healthz`), 'a new connection was accepted while draining')
-      let reply = ''
-      socket.on('data', (chunk) => {
-        reply += chunk.toString()
-      })
       // A request that arrives on an open connection during the drain is served, and told to close.
-      socket.write(
-        `${body.slice(10)}GET /plants/76 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`,
-      )
+      socket.write(`${rest}GET /plants/76 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`)
       const code = await service.exited
       await new Promise((resolve) => setTimeout(resolve, 50))
-      const [first, second] = reply.split(/(?=HTTP\/1\.1 )/)
+      const [first, second] = reply().split(/(?=HTTP\/1\.1 )/)
       assert.match(first ?? '', /^HTTP\/1\.1 200/)
-      assert.match(second ?? '', /^HTTP\/1\.1 200 OK\r\n/, reply)
+      // Keep-alive still: a request is pipelined behind it, and it is answered.
+      assert.doesNotMatch(first ?? '', /\r\nconnection: close\r\n/i)
+      assert.match(second ?? '', /^HTTP\/1\.1 200 OK\r\n/, reply())
       assert.match(second ?? '', /\r\nconnection: close\r\n/i)
       assert.match(second ?? '', /\{"id":76,"name":"before"\}$/)
       assert.equal(code, 0)
@@ -89,6 +96,23 @@ for (const store of testStores()) {
         restarted.child.kill('SIGTERM')
         assert.equal(await restarted.exited, 0)
       }
+    })
+
+    it('on SIGTERM tells a request in flight to close its connection, so the client does not reuse it', async () => {
+      const env = await serviceEnv(store)
+      const token = await tokenFor(env)
+      const service = await spawnService(env)
+      const { socket, rest, reply } = await postInFlight(service.url, token, '{"id":78,"name":"last one"}')
+      await sleep(200)
+      service.child.kill('SIGTERM')
+      await sleep(200)
+      socket.write(rest)
+      const code = await service.exited
+      assert.match(reply(), /^HTTP\/1\.1 200 OK\r\n/, reply())
+      assert.match(reply(), /\r\nconnection: close\r\n/i, reply())
+      assert.doesNotMatch(reply(), /keep-alive/i, reply())
+      assert.equal(code, 0)
+      socket.destroy()
     })
 
     it('exits 0 on SIGTERM when whoever read its log output has gone away', async () => {

@@ -180,7 +180,10 @@ for (const store of testStores()) {
       it(`answers 400 for bad percent-encoding in the query: ${query}`, async () => {
         const response = await list(query)
         assert.equal(response.status, 400)
-        assert.equal(response.json.message, 'URL is malformed: bad percent-encoding in the query string')
+        assert.match(response.json.message, /^query parameter tag has bad percent-encoding/)
+        assert.deepEqual(response.json.details, [
+          { field: 'tag', rule: 'must be valid percent-encoded UTF-8' },
+        ])
       })
     }
 

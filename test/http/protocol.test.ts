@@ -1,0 +1,131 @@
+import assert from 'node:assert/strict'
+import net from 'node:net'
+import { after, before, describe, it } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { rawRequest, request, startService, type TestService } from '../helpers.js'
+
+/** A raw HTTP/1.1 exchange: writes `head`, collects what the server sends until `until` matches. */
+class RawClient {
+  private received = ''
+  private readonly socket: net.Socket
+
+  constructor(url: string) {
+    this.socket = net.connect(Number(new URL(url).port), '127.0.0.1')
+    this.socket.setEncoding('utf8')
+    this.socket.on('data', (chunk: string) => {
+      this.received += chunk
+    })
+  }
+
+  write(text: string): void {
+    this.socket.write(text)
+  }
+
+  /** Everything received once `pattern` matches, or after `ms` if it never does. */
+  async waitFor(pattern: RegExp, ms = 2000): Promise<string> {
+    const deadline = Date.now() + ms
+    while (!pattern.test(this.received) && Date.now() < deadline) await sleep(10)
+    return this.received
+  }
+
+  close(): void {
+    this.socket.destroy()
+  }
+}
+
+describe('HTTP protocol details: Expect and percent-encoding on every route', () => {
+  let service: TestService
+  let token: string
+  before(async () => {
+    service = await startService('sqlite', { BODY_LIMIT: '1024' })
+    token = await service.token()
+  })
+  after(() => service.close())
+
+  const postHead = (headers: string, length: number) =>
+    `POST /plants HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n` +
+    `Expect: 100-continue\r\n${headers}\r\n`
+
+  it('sends no 100 Continue to a client without a token: it hears 401 before uploading anything', async () => {
+    const client = new RawClient(service.url)
+    try {
+      client.write(postHead('', 40))
+      const received = await client.waitFor(/\r\n\r\n\{.*\}$/s)
+      assert.match(received, /^HTTP\/1\.1 401 /, received)
+      assert.doesNotMatch(received, /100 Continue/)
+    } finally {
+      client.close()
+    }
+  })
+
+  it('sends 100 Continue once the token is checked, then stores the body that follows', async () => {
+    const client = new RawClient(service.url)
+    const body = '{"id":171,"name":"continued"}'
+    try {
+      client.write(postHead(`Authorization: Bearer ${token}\r\n`, body.length))
+      const interim = await client.waitFor(/^HTTP\/1\.1 100 Continue\r\n\r\n/)
+      assert.equal(interim, 'HTTP/1.1 100 Continue\r\n\r\n')
+      client.write(body)
+      const received = await client.waitFor(/\{"name":"continued"\}$/)
+      assert.match(received, /HTTP\/1\.1 200 OK/)
+    } finally {
+      client.close()
+    }
+    assert.equal((await request('GET', `${service.url}/plants/171`, { token })).status, 200)
+  })
+
+  it('sends no 100 Continue for a body over BODY_LIMIT: 413 at once', async () => {
+    const client = new RawClient(service.url)
+    try {
+      client.write(postHead(`Authorization: Bearer ${token}\r\n`, 5000))
+      const received = await client.waitFor(/\r\n\r\n\{.*\}$/s)
+      assert.match(received, /^HTTP\/1\.1 413 /, received)
+      assert.doesNotMatch(received, /100 Continue/)
+    } finally {
+      client.close()
+    }
+  })
+
+  it('answers an expectation other than 100-continue with 417 in the Error shape', async () => {
+    // fetch refuses to send Expect at all; node:http sends it as given.
+    const response = await rawRequest(
+      `${service.url}/plants`,
+      'POST',
+      { authorization: `Bearer ${token}`, 'content-type': 'application/json', expect: 'something-else' },
+      '{"id":172,"name":"expectant"}',
+    )
+    assert.equal(response.status, 417)
+    assert.match(String(response.headers['content-type']), /^application\/json/)
+    const json = JSON.parse(response.text)
+    assert.equal(json.error, 417)
+    assert.equal(json.code, 'EXPECTATION_FAILED')
+    assert.match(json.message, /Expect header "something-else" is not supported/)
+    assert.ok(response.headers['x-request-id'])
+    assert.equal((await request('GET', `${service.url}/plants/172`, { token })).status, 404)
+  })
+
+  for (const [method, path] of [
+    ['GET', '/plants/1?x=%ff'],
+    ['DELETE', '/plants/173?x=%'],
+    ['POST', '/plants?x=%E0%A4%A'],
+    ['GET', '/healthz?x=%ff'],
+  ] as const) {
+    it(`answers 400 for bad percent-encoding in the query of ${method} ${path.split('?')[0]}`, async () => {
+      await request('POST', `${service.url}/plants`, { token, body: { id: 173, name: 'kept' } })
+      const body = method === 'POST' ? { id: 174, name: 'refused' } : undefined
+      const response = await request(method, `${service.url}${path}`, { token, body })
+      assert.equal(response.status, 400, response.text)
+      assert.match(
+        response.json.message,
+        /^query parameter x has bad percent-encoding: each % needs two hex digits/,
+      )
+      assert.equal((await request('GET', `${service.url}/plants/173`, { token })).status, 200)
+      assert.equal((await request('GET', `${service.url}/plants/174`, { token })).status, 404)
+    })
+  }
+
+  it('checks the token before the query: 401 first', async () => {
+    const response = await request('GET', `${service.url}/plants/1?x=%ff`)
+    assert.equal(response.status, 401)
+  })
+})
