@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { existsSync, readFileSync, rmSync } from 'node:fs'
+import net from 'node:net'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -90,6 +91,35 @@ function servedBy(dir: string, requestIds: string[]): Map<string, number> {
     }
   }
   return found
+}
+
+/**
+ * Writes raw bytes on a fresh connection to `url` and parses what comes back before the server
+ * closes it: for requests fetch would never send (a bad request line, an HTTP version it refuses).
+ */
+function rawExchange(
+  url: string,
+  bytes: string,
+): Promise<{ status: number; headers: Map<string, string>; text: string; raw: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(new URL(url).port), '127.0.0.1', () => socket.write(bytes))
+    let raw = ''
+    socket.setEncoding('utf8')
+    // Every exchange here ends with nginx closing; one that does not must not hang the test.
+    socket.setTimeout(10_000, () => socket.destroy())
+    socket.on('data', (chunk: string) => (raw += chunk))
+    socket.on('error', reject)
+    socket.on('close', () => {
+      const [head = '', text = ''] = raw.split('\r\n\r\n', 2)
+      const [statusLine = '', ...lines] = head.split('\r\n')
+      const headers = new Map<string, string>()
+      for (const line of lines) {
+        const colon = line.indexOf(':')
+        if (colon > 0) headers.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim())
+      }
+      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(statusLine)?.[1] ?? 0), headers, text, raw })
+    })
+  })
 }
 
 /** True while `pid` runs (a zombie, dead but not yet reaped by its parent, counts as gone). */
@@ -207,6 +237,38 @@ if (
           assert.match(tooBig.headers.get('content-type') ?? '', /^application\/json/)
           assert.equal(tooBig.json.error, 413)
           assert.match(tooBig.json.message, /client_max_body_size/)
+
+          // Requests nginx refuses itself, before any instance sees them. Those refused while
+          // reading the request line (400, 414, 505) have no URI yet: nginx must still answer in
+          // the Error shape, not with an HTML 500 ("empty URI in redirect to named location").
+          const longQuery = 'a'.repeat(9000)
+          for (const [label, bytes, status] of [
+            ['a bad request line', 'HELLO\r\n\r\n', 400],
+            [
+              'a URL over large_client_header_buffers',
+              `GET /plants?x=${longQuery} HTTP/1.1\r\nHost: x\r\n\r\n`,
+              414,
+            ],
+            ['HTTP/9.9', 'GET /plants HTTP/9.9\r\nHost: x\r\n\r\n', 505],
+            ['a space in a header name', 'GET /plants HTTP/1.1\r\nHost: x\r\nBad Header: x\r\n\r\n', 400],
+            ['an HTTP/1.1 request without Host', 'GET /plants HTTP/1.1\r\n\r\n', 400],
+            [
+              'headers over large_client_header_buffers',
+              `GET /plants HTTP/1.1\r\nHost: x\r\nX-Big: ${longQuery}\r\n\r\n`,
+              431,
+            ],
+          ] as const) {
+            const refused = await rawExchange(url, bytes)
+            assert.equal(refused.status, status, `${label}:\n${refused.raw}`)
+            assert.match(refused.headers.get('content-type') ?? '', /^application\/json/, label)
+            const body = JSON.parse(refused.text) as { error: unknown; message: unknown }
+            assert.equal(body.error, status, label)
+            assert.equal(typeof body.message, 'string', label)
+          }
+          assert.doesNotMatch(
+            readFileSync(path.join(dir, 'nginx/logs/error.log'), 'utf8'),
+            /empty URI in redirect/,
+          )
 
           const pids = [2, 3].map((n) => Number(readFileSync(path.join(dir, `instance-${n}.pid`), 'utf8')))
           const nginxPid = Number(readFileSync(path.join(dir, 'nginx/nginx.pid'), 'utf8'))
