@@ -3,6 +3,7 @@ import { TokenVerifier } from './auth/token-verifier.js'
 import type { Config } from './config.js'
 import { ApiError } from './errors.js'
 import { clientErrorHandler } from './http/client-errors.js'
+import { answerConnect } from './http/connect.js'
 import { installErrorHandler, sendError } from './http/error-handler.js'
 import { closeConnectionsWhileDraining } from './http/drain.js'
 import { installExpectHandling } from './http/expect-header.js'
@@ -99,11 +100,13 @@ export async function buildApp(
   const verifier = new TokenVerifier(storage, config.tokenCacheMs)
   plantRoutes(app, storage, verifier)
   healthRoutes(app, storage)
-  methodNotAllowed(app, '/plants', ['GET', 'POST'])
-  methodNotAllowed(app, '/plants/:id', ['GET', 'DELETE'])
-  methodNotAllowed(app, '/openapi.json', ['GET'])
-  methodNotAllowed(app, '/healthz', ['GET'])
-  methodNotAllowed(app, '/readyz', ['GET'])
+  answerConnect(app, [
+    methodNotAllowed(app, '/plants', ['GET', 'POST']),
+    methodNotAllowed(app, '/plants/:id', ['GET', 'DELETE']),
+    methodNotAllowed(app, '/openapi.json', ['GET']),
+    methodNotAllowed(app, '/healthz', ['GET']),
+    methodNotAllowed(app, '/readyz', ['GET']),
+  ])
   await app.ready()
   return app
 }

@@ -55,6 +55,13 @@ export const errorCatalog = {
       'The headers did not all arrive within HEADERS_TIMEOUT_MS, or the request within REQUEST_TIMEOUT_MS.',
   },
   HEADERS_TOO_LARGE: { status: 431, description: 'The request headers are larger than 16 KiB.' },
+  // Answered by connect.ts on the raw socket, then the connection is closed; a CONNECT to a known
+  // path is a METHOD_NOT_ALLOWED like any other method.
+  METHOD_NOT_IMPLEMENTED: {
+    status: 501,
+    description:
+      'A CONNECT to anything but a known path: the service is no proxy and opens no tunnels; sent before any route.',
+  },
 } as const satisfies Record<string, { status: number; description: string }>
 
 export type ErrorCode = keyof typeof errorCatalog

@@ -42,12 +42,31 @@ export function clientErrorHandler(this: FastifyInstance, error: ParserError, so
   if (isLevelEnabled(this.log, 'info')) {
     this.log.info({ status, code, parserError: error.code, reason: error.reason }, 'client error')
   }
+  answerOnSocket(socket, code, message)
+}
+
+/**
+ * Writes an Error-shape answer straight to a socket no Fastify reply owns, then closes it: after
+ * a parser error the next request cannot be framed, and after a CONNECT (connect.ts) the client
+ * sends tunnel bytes, not HTTP. `headers` values are sent as is: only values the server made.
+ */
+export function answerOnSocket(
+  socket: Duplex,
+  code: ErrorCode,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
+  const status = errorCatalog[code].status
   if (socket.writable) {
     const body = JSON.stringify({ error: status, message, code })
+    const extra = Object.entries(headers)
+      .map(([name, value]) => `${name}: ${value}\r\n`)
+      .join('')
     socket.write(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
         'Content-Type: application/json; charset=utf-8\r\n' +
         `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+        extra +
         'Connection: close\r\n\r\n' +
         body,
     )

@@ -2,11 +2,17 @@ import { METHODS } from 'node:http'
 import type { FastifyInstance, HTTPMethods, onRequestHookHandler } from 'fastify'
 import { ApiError } from '../errors.js'
 
+/** A route pattern (`/plants/:id`) and the methods its 405 lists in Allow. */
+export interface KnownPath {
+  url: string
+  allow: readonly string[]
+}
+
 /**
  * Fastify routes only the methods it knows (GET, POST, TRACE, QUERY, ...); a request with any
  * other method Node's parser accepts (PROPFIND, PURGE, ...) would find no route and get a 404.
  * Declaring them all lets the catch-all routes below answer 405 for every method. CONNECT never
- * reaches a route: Node hands it to the server's 'connect' event.
+ * reaches a route: Node hands it to the server's 'connect' event (http/connect.ts).
  */
 export function routeEveryHttpMethod(app: FastifyInstance): void {
   // No route reads a DELETE's body; treated as bodyless, one is ignored like a GET's, instead of
@@ -22,9 +28,10 @@ export function routeEveryHttpMethod(app: FastifyInstance): void {
  * Fastify answers 404 for a known path with an unknown method; RFC 9110 wants 405 with Allow.
  * The answer is given in onRequest, before the body is read: a PUT with a bad or oversized body
  * is a 405, not a 415 or 413 for a body no route would take. These catch-all routes are hidden
- * from the document: they are not operations.
+ * from the document: they are not operations. The path and its Allow list are returned for the
+ * CONNECT answer, which no route can give.
  */
-export function methodNotAllowed(app: FastifyInstance, url: string, allowed: HTTPMethods[]): void {
+export function methodNotAllowed(app: FastifyInstance, url: string, allowed: HTTPMethods[]): KnownPath {
   const allow = allowed.includes('GET') && !allowed.includes('HEAD') ? [...allowed, 'HEAD'] : allowed
   const others = app.supportedMethods.filter((method) => !allow.includes(method as HTTPMethods))
   const refuse: onRequestHookHandler = (request, _reply, done) =>
@@ -46,4 +53,5 @@ export function methodNotAllowed(app: FastifyInstance, url: string, allowed: HTT
       throw new Error('unreachable: the onRequest hook answers every request of this route')
     },
   })
+  return { url, allow }
 }

@@ -153,6 +153,60 @@ for (const store of testStores()) {
       })
     }
 
+    /** Splits a raw HTTP/1.1 answer into its status, lower-cased headers and JSON body. */
+    function parseRaw(received: string) {
+      const end = received.indexOf('\r\n\r\n')
+      const [statusLine = '', ...lines] = received.slice(0, end).split('\r\n')
+      const headers: Record<string, string> = {}
+      for (const line of lines) {
+        const colon = line.indexOf(':')
+        headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim()
+      }
+      return { statusLine, headers, body: JSON.parse(received.slice(end + 4)) }
+    }
+
+    // Node hands CONNECT to the server's 'connect' event instead of a route (http/connect.ts).
+    for (const [target, allow, pattern] of [
+      ['/plants', 'GET, POST, HEAD', /^CONNECT is not allowed on \/plants; use GET, POST, HEAD$/],
+      ['/plants/7', 'GET, DELETE, HEAD', /^CONNECT is not allowed on \/plants\/:id; use GET, DELETE, HEAD$/],
+      ['/plants?limit=5', 'GET, POST, HEAD', /^CONNECT is not allowed on \/plants; use GET, POST, HEAD$/],
+      ['/healthz', 'GET, HEAD', /^CONNECT is not allowed on \/healthz; use GET, HEAD$/],
+    ] as const) {
+      it(`answers CONNECT ${target} with 405, Allow and the Error shape, and closes`, async () => {
+        const { statusLine, headers, body } = parseRaw(
+          await rawExchange(`CONNECT ${target} HTTP/1.1\r\nHost: x\r\nX-Request-Id: connect-1\r\n\r\n`),
+        )
+        assert.equal(statusLine, 'HTTP/1.1 405 Method Not Allowed')
+        assert.equal(headers.allow, allow)
+        assert.equal(headers['content-type'], 'application/json; charset=utf-8')
+        assert.equal(headers.connection, 'close')
+        assert.equal(headers['x-request-id'], 'connect-1')
+        assert.equal(body.error, 405)
+        assert.equal(body.code, 'METHOD_NOT_ALLOWED')
+        assert.match(body.message, pattern)
+        assert.deepEqual(Object.keys(body).sort(), ['code', 'error', 'message'])
+        assert.equal((await request('GET', `${service.url}/healthz`)).status, 200)
+      })
+    }
+
+    for (const target of ['127.0.0.1:80', 'example.com:443', '/nope']) {
+      it(`answers CONNECT ${target} with 501 in the Error shape, and closes`, async () => {
+        const { statusLine, headers, body } = parseRaw(
+          await rawExchange(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`),
+        )
+        assert.equal(statusLine, 'HTTP/1.1 501 Not Implemented')
+        assert.equal(headers.allow, undefined)
+        assert.equal(headers['content-type'], 'application/json; charset=utf-8')
+        assert.equal(headers.connection, 'close')
+        assert.match(headers['x-request-id'] ?? '', /^[0-9a-f-]{36}$/)
+        assert.equal(body.error, 501)
+        assert.equal(body.code, 'METHOD_NOT_IMPLEMENTED')
+        assert.match(body.message, /^CONNECT is not implemented/)
+        assert.deepEqual(Object.keys(body).sort(), ['code', 'error', 'message'])
+        assert.equal((await request('GET', `${service.url}/healthz`)).status, 200)
+      })
+    }
+
     it('serves /healthz and /readyz as JSON', async () => {
       const health = await request('GET', `${service.url}/healthz`)
       assert.deepEqual(health.json, { status: 'ok' })
