@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { type ErrorCode, errorCatalog } from '../errors.js'
-import type { KnownPath } from '../routes/method-not-allowed.js'
+import { type KnownPath, shownPath } from '../routes/method-not-allowed.js'
 import { answerOnSocket } from './client-errors.js'
 import { isLevelEnabled } from './lazy-request-logger.js'
 import { requestIdFrom } from './request-logging.js'
@@ -51,7 +51,7 @@ export function answerConnect(app: FastifyInstance, known: readonly KnownPath[])
     let message: string
     if (path) {
       code = 'METHOD_NOT_ALLOWED'
-      message = `CONNECT is not allowed on ${path.url}; use ${path.allow.join(', ')}`
+      message = `CONNECT is not allowed on ${shownPath(path.url)}; use ${path.allow.join(', ')}`
       headers.Allow = path.allow.join(', ')
     } else {
       code = 'METHOD_NOT_IMPLEMENTED'

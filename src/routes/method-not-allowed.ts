@@ -8,6 +8,9 @@ export interface KnownPath {
   allow: readonly string[]
 }
 
+/** A route pattern as the document and the README write it, for messages: `/plants/{id}`. */
+export const shownPath = (url: string) => url.replace(/:(\w+)/g, '{$1}')
+
 /**
  * Fastify routes only the methods it knows (GET, POST, TRACE, QUERY, ...); a request with any
  * other method Node's parser accepts (PROPFIND, PURGE, ...) would find no route and get a 404.
@@ -38,7 +41,7 @@ export function methodNotAllowed(app: FastifyInstance, url: string, allowed: HTT
     done(
       new ApiError(
         'METHOD_NOT_ALLOWED',
-        `${request.method} is not allowed on ${url}; use ${allow.join(', ')}`,
+        `${request.method} is not allowed on ${shownPath(url)}; use ${allow.join(', ')}`,
         {
           headers: { allow: allow.join(', ') },
         },

@@ -48,6 +48,14 @@ for (const store of testStores()) {
       })
     }
 
+    it('names the path in a 405 as the document writes it, not as the router does', async () => {
+      const response = await rawRequest(`${service.url}/plants/5`, 'PUT', {})
+      assert.equal(
+        JSON.parse(response.text).message,
+        'PUT is not allowed on /plants/{id}; use GET, DELETE, HEAD',
+      )
+    })
+
     // 405 comes before anything about the body: no route would read it.
     for (const [label, headers, body] of [
       ['a text/plain body', { 'content-type': 'text/plain' }, 'x'],
@@ -168,7 +176,11 @@ for (const store of testStores()) {
     // Node hands CONNECT to the server's 'connect' event instead of a route (http/connect.ts).
     for (const [target, allow, pattern] of [
       ['/plants', 'GET, POST, HEAD', /^CONNECT is not allowed on \/plants; use GET, POST, HEAD$/],
-      ['/plants/7', 'GET, DELETE, HEAD', /^CONNECT is not allowed on \/plants\/:id; use GET, DELETE, HEAD$/],
+      [
+        '/plants/7',
+        'GET, DELETE, HEAD',
+        /^CONNECT is not allowed on \/plants\/\{id\}; use GET, DELETE, HEAD$/,
+      ],
       ['/plants?limit=5', 'GET, POST, HEAD', /^CONNECT is not allowed on \/plants; use GET, POST, HEAD$/],
       ['/healthz', 'GET, HEAD', /^CONNECT is not allowed on \/healthz; use GET, HEAD$/],
     ] as const) {
