@@ -15,6 +15,12 @@ const contextNames: Record<string, string> = {
   querystring: 'query parameter',
 }
 
+/** "must be an integer", where Ajv says "must be integer" and hand-written checks say the former. */
+function typeRule(type: unknown): string {
+  const name = Array.isArray(type) ? type.join(' or ') : String(type)
+  return `must be ${/^[aeiou]/.test(name) ? 'an' : 'a'} ${name}`
+}
+
 /** Turns Ajv's first error into "name must NOT have more than 200 characters" style text. */
 function validationError(errors: AjvError[], context: string): ApiError {
   const details: ErrorDetail[] = errors.map((error) => {
@@ -23,6 +29,7 @@ function validationError(errors: AjvError[], context: string): ApiError {
       const missing = String(error.params.missingProperty)
       return { field: path ? `${path}.${missing}` : missing, rule: 'is required' }
     }
+    if (error.keyword === 'type') return { field: path || context, rule: typeRule(error.params.type) }
     return { field: path || context, rule: error.message ?? error.keyword }
   })
   const first = details[0] ?? { field: context, rule: 'is invalid' }

@@ -135,6 +135,17 @@ export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: To
     '/plants',
     {
       onRequest: canRead,
+      // A repeated parameter arrives as an array, which the schema would call "must be integer".
+      preValidation: (request, _reply, done) => {
+        const repeated = Object.keys(ListQuery.properties).find((name) => Array.isArray(request.query[name]))
+        if (repeated === undefined) return done()
+        const rule = 'must be given at most once'
+        done(
+          new ApiError('VALIDATION_FAILED', `query parameter ${repeated} ${rule}`, {
+            details: [{ field: repeated, rule }],
+          }),
+        )
+      },
       schema: {
         operationId: 'listPlants',
         summary: 'List plants by id, ascending',

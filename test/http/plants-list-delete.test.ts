@@ -176,6 +176,14 @@ for (const store of testStores()) {
       assert.equal((await list('?limit=0000001000')).json.length, ids.length)
     })
 
+    for (const name of ['limit', 'after', 'tag']) {
+      it(`answers 400 naming ${name} when it is given twice`, async () => {
+        const response = await list(`?${name}=1&${name}=2`)
+        assert.equal(response.status, 400)
+        assert.equal(response.json.message, `query parameter ${name} must be given at most once`)
+      })
+    }
+
     for (const query of ['?tag=%ff', '?tag=%ED%A0%80', '?tag=%', '?limit=2&tag=a%2']) {
       it(`answers 400 for bad percent-encoding in the query: ${query}`, async () => {
         const response = await list(query)

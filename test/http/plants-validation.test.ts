@@ -59,6 +59,12 @@ for (const store of testStores()) {
       })
     }
 
+    it('says "must be an integer" for a fractional id and a path id of letters, as its own checks do', async () => {
+      assert.equal((await post('{"id":1.5,"name":"x"}')).json.message, 'id must be an integer')
+      const read = await request('GET', `${service.url}/plants/abc`, { token })
+      assert.equal(read.json.message, 'path parameter id must be an integer')
+    })
+
     it('answers 415 for a missing Content-Type', async () => {
       const response = await rawRequest(
         `${service.url}/plants`,
