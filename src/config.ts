@@ -121,6 +121,11 @@ function databaseUrl(env: Env): string | undefined {
   try {
     url = new URL(raw)
   } catch {
+    // The URL parser says only "invalid"; a port out of range is the one mistake it can name.
+    const port = /^postgres(?:ql)?:\/\/(?:[^@/?#]*@)?(?:\[[^\]]*\]|[^:/?#]*):(\d+)(?:[/?#]|$)/.exec(raw)?.[1]
+    if (port !== undefined && Number(port) > 65535) {
+      throw new ConfigError(`DATABASE_URL port must be between 1 and 65535, got ${port}`)
+    }
     throw new ConfigError(
       'DATABASE_URL is not a valid URL (percent-encode special characters in the password)',
     )
@@ -189,6 +194,19 @@ export function loadConfig(env: Env = process.env): Config {
     webhookLeaseMs: int(env, 'WEBHOOK_LEASE_MS', 60_000, 100, 86_400_000),
     webhookWorker: bool(env, 'WEBHOOK_WORKER', true),
     trustProxy: trustProxy(env),
+  }
+  // Node enforces a request timeout only when it is at least the headers timeout (its own rule,
+  // checked only when both are passed to createServer, which Fastify does not do): a probe's body
+  // trickled for 5 s under REQUEST_TIMEOUT_MS=2000 with the default 9 s headers timeout.
+  if (config.headersTimeoutMs > config.requestTimeoutMs) {
+    throw new ConfigError(
+      `HEADERS_TIMEOUT_MS (${config.headersTimeoutMs}) must not be larger than REQUEST_TIMEOUT_MS (${config.requestTimeoutMs}); lower it too`,
+    )
+  }
+  if (config.webhookBackoffBaseMs > config.webhookBackoffMaxMs) {
+    throw new ConfigError(
+      `WEBHOOK_BACKOFF_BASE_MS (${config.webhookBackoffBaseMs}) must not be larger than WEBHOOK_BACKOFF_MAX_MS (${config.webhookBackoffMaxMs})`,
+    )
   }
   // A lease shorter than a send would let another claim (even this worker's) resend it meanwhile.
   if (config.webhookLeaseMs <= config.webhookTimeoutMs) {

@@ -322,6 +322,9 @@ describe('configuration', () => {
     ['DATABASE_URL', '  '],
     ['DATABASE_URL', 'postgres://u@127.0.0.1:1/db?sslmode=bogus'],
     ['DATABASE_URL', 'postgres://u@[::1]:1/db'],
+    ['DATABASE_URL', 'postgres://postgres@127.0.0.1:99999/x'],
+    ['REQUEST_TIMEOUT_MS', '2000'],
+    ['WEBHOOK_BACKOFF_BASE_MS', '86400000'],
     ['DB_STATEMENT_TIMEOUT_MS', '99'],
     ['SQLITE_SYNC', 'sometimes'],
     ['WEBHOOK_LEASE_MS', '5000'],
@@ -341,4 +344,10 @@ describe('configuration', () => {
       assert.doesNotMatch(result.stderr, /\n\s+at /, 'no stack trace')
     })
   }
+
+  it('says a DATABASE_URL port is out of range rather than blaming the password', async () => {
+    const env = { DATABASE_URL: 'postgres://postgres@127.0.0.1:99999/x', PORT: '0' }
+    const result = await runCli(['serve'], env)
+    assert.match(result.stderr, /DATABASE_URL port must be between 1 and 65535, got 99999/)
+  })
 })
