@@ -149,6 +149,11 @@ nginx_pid="$!"
 for _ in $(seq 1 100); do
   if node -e "fetch('http://127.0.0.1:$nginx_port/healthz').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"; then
     log "nginx on 127.0.0.1:$nginx_port -> instances on ${ports[*]}; logs in $demo_dir"
+    if [[ -n "${DATABASE_URL:-}" ]]; then
+      log "a token for this store: DATABASE_URL='$DATABASE_URL' npm run --silent cli -- tokens create --name demo"
+    else
+      log "a token for this store: PLANT_STORE_DB='$PLANT_STORE_DB' npm run --silent cli -- tokens create --name demo"
+    fi
     echo "ready http://127.0.0.1:$nginx_port"
     # Runs until nginx exits or a signal arrives (the trap then cleans up).
     wait "$nginx_pid" || true
