@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
+import Database from 'better-sqlite3'
+import postgres from 'postgres'
 import { hashToken } from '../../src/auth/token-format.js'
 import { request, runCli, type SpawnedService, serviceEnv, spawnService, testStores } from '../helpers.js'
 
@@ -106,6 +108,41 @@ for (const store of testStores()) {
 
     it('migrate succeeds and is idempotent', async () => {
       assert.equal((await runCli(['migrate'], env)).code, 0)
+      assert.equal((await runCli(['migrate'], env)).code, 0)
+    })
+
+    it('refuses a schema a newer build migrated (as after a rolled-back deploy), then accepts it again', async () => {
+      const record = async (statement: string) => {
+        if (store === 'sqlite') {
+          const db = new Database(env.PLANT_STORE_DB as string)
+          try {
+            db.prepare(statement).run()
+          } finally {
+            db.close()
+          }
+        } else {
+          const sql = postgres(env.DATABASE_URL as string, { max: 1, onnotice: () => {} })
+          try {
+            await sql.unsafe(statement)
+          } finally {
+            await sql.end()
+          }
+        }
+      }
+      const appliedAt = store === 'sqlite' ? '0' : 'now()'
+      await record(
+        `INSERT INTO schema_migrations (version, name, applied_at) VALUES (99, 'from a newer build', ${appliedAt})`,
+      )
+      try {
+        for (const command of [['migrate'], ['tokens', 'list']]) {
+          const result = await runCli(command, env)
+          assert.equal(result.code, 1, result.stderr)
+          assert.match(result.stderr, /schema is at version 99, newer than this build knows \(\d+\)/)
+          assert.doesNotMatch(result.stderr, /\n\s+at /, 'no stack trace')
+        }
+      } finally {
+        await record('DELETE FROM schema_migrations WHERE version = 99')
+      }
       assert.equal((await runCli(['migrate'], env)).code, 0)
     })
   })

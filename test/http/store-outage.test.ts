@@ -128,6 +128,15 @@ if (
         assertUnavailable(response, what)
       }
       assert.equal(attempts['a never-seen token'].response.headers.get('www-authenticate'), null)
+      // Many at once: they must not queue for the pool's reconnection attempts (spaced up to 1 s
+      // apart per connection); one retries the server and the others fail at once.
+      const burst = await Promise.all(
+        Array.from({ length: 64 }, (_, i) => timed('GET', `${base}/plants/${i + 1}`, { token })),
+      )
+      for (const { response } of burst) assertUnavailable(response, 'one of 64 concurrent reads')
+      const slowest = Math.max(...burst.map((b) => b.ms))
+      t.diagnostic(`slowest of 64 concurrent 503s: ${Math.round(slowest)} ms`)
+      assert.ok(slowest < 2_500, `a 503 among 64 concurrent requests took ${Math.round(slowest)} ms`)
       assert.equal(
         (await request('GET', `${base}/healthz`)).status,
         200,

@@ -1,4 +1,5 @@
 import type postgres from 'postgres'
+import { checkSchemaNotNewer } from '../schema-version.js'
 
 /** A postgres.js client configured to read int8 as `bigint` (see `createPostgresClient`). */
 export type PgSql = postgres.Sql<{ bigint: bigint }>
@@ -102,5 +103,7 @@ export async function migratePostgres(sql: PgSql): Promise<number[]> {
     })
     if (ran) applied.push(migration.version)
   }
+  const [row] = await sql`SELECT max(version) AS version FROM schema_migrations`
+  checkSchemaNotNewer(row?.version as number | null, postgresMigrations.at(-1)?.version ?? 0)
   return applied
 }

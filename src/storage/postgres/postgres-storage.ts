@@ -21,6 +21,7 @@ import {
   wasConnectionLost,
   wasSessionTerminated,
 } from './connection.js'
+import { Reachability } from './reachability.js'
 import { migratePostgres, type PgSql } from './migrations.js'
 
 export { createPostgresClient, isUnavailableError, type PostgresOptions } from './connection.js'
@@ -188,13 +189,22 @@ export class PostgresStorage implements Storage {
     this.retryAttempts = options.poolSize + 1
   }
 
+  /** Fails requests at once while the server is known to be unreachable: see Reachability. */
+  private readonly reachability = new Reachability()
+
   private guard<T>(work: () => Promise<T>): Promise<T> {
-    return guard(work, this.deadlineMs, { idempotent: false, attempts: this.retryAttempts })
+    return guard(() => this.reachability.run(work), this.deadlineMs, {
+      idempotent: false,
+      attempts: this.retryAttempts,
+    })
   }
 
   /** For statements that may safely run twice: reads, and creates (a replay answers the same). */
   private guardIdempotent<T>(work: () => Promise<T>): Promise<T> {
-    return guard(work, this.deadlineMs, { idempotent: true, attempts: this.retryAttempts })
+    return guard(() => this.reachability.run(work), this.deadlineMs, {
+      idempotent: true,
+      attempts: this.retryAttempts,
+    })
   }
 
   createPlant(plant: Plant, payload: string): Promise<CreateOutcome> {

@@ -6,6 +6,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import type { Delivery, Plant, TokenRecord } from '../storage.js'
+import { checkSchemaNotNewer } from '../schema-version.js'
 import { sqliteMigrations } from './migrations.js'
 
 export interface SqliteOptions {
@@ -104,6 +105,8 @@ export function migrateSqlite(db: Database.Database): number[] {
     })
     run.immediate()
   }
+  const newest = db.prepare('SELECT max(version) FROM schema_migrations').pluck().get() as number | null
+  checkSchemaNotNewer(newest, sqliteMigrations.at(-1)?.version ?? 0)
   return applied
 }
 
