@@ -1,5 +1,8 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { ApiError } from '../errors.js'
+import { errorCatalog } from '../errors.js'
+import { isLevelEnabled } from './lazy-request-logger.js'
+import { requestIdFrom } from './request-logging.js'
 
 /** How Node's own server recognises a 100-continue expectation (lib/_http_server.js). */
 const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i
@@ -8,30 +11,38 @@ const JSON_MEDIA_TYPE = /^\s*application\/json\s*(?:;|$)/i
 /**
  * RFC 9110 10.1.1. Node answers `100 Continue` as soon as the headers arrive, before any hook
  * runs, so a client uploaded its whole body only to hear 401, 405 or 413; and it answered any
- * other expectation with a bare 417 that no hook saw or logged. Both now reach Fastify: an unknown
- * expectation is a 417 in the Error shape, and the interim 100 is sent by the route that reads a
- * body, once the request has passed every check that does not need the body (`sendContinue`).
+ * other expectation with a bare, unlogged 417. Now a 100-continue request reaches Fastify without
+ * the interim answer, which the route that reads a body sends once the request has passed every
+ * check that does not need the body (`sendContinue`); any other expectation is answered here, in
+ * the Error shape, without a hook that every request would pay for. Node applies expectations to
+ * HTTP/1.1 only (RFC 9110: an HTTP/1.0 one is ignored).
  */
 export function installExpectHandling(app: FastifyInstance): void {
   const server = app.server
   server.on('checkContinue', (req, res) => server.emit('request', req, res))
-  server.on('checkExpectation', (req, res) => server.emit('request', req, res))
-  app.addHook('onRequest', refuseUnknownExpectation)
-}
-
-function refuseUnknownExpectation(
-  request: FastifyRequest,
-  _reply: FastifyReply,
-  done: (error?: Error) => void,
-) {
-  const expect = request.headers.expect
-  // Node applies expectations to HTTP/1.1 only (RFC 9110: an HTTP/1.0 one is ignored).
-  if (expect === undefined || request.raw.httpVersion !== '1.1' || CONTINUE.test(expect)) return done()
-  done(
-    new ApiError('EXPECTATION_FAILED', `Expect header "${expect}" is not supported: only 100-continue is`, {
-      details: [{ field: 'Expect', rule: 'must be absent or 100-continue' }],
-    }),
-  )
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    const reqId = requestIdFrom(req.headers['x-request-id'])
+    const rule = 'must be absent or 100-continue'
+    const { status } = errorCatalog.EXPECTATION_FAILED
+    const body = JSON.stringify({
+      error: status,
+      message: `Expect header "${req.headers.expect}" is not supported: only 100-continue is`,
+      code: 'EXPECTATION_FAILED',
+      details: [{ field: 'Expect', rule }],
+    })
+    // The body that may follow is never read, so the connection cannot carry another request.
+    res.writeHead(status, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      'x-request-id': reqId,
+      connection: 'close',
+    })
+    res.end(body)
+    // The line installRequestLogging writes for any other request.
+    if (isLevelEnabled(app.log, 'info')) {
+      app.log.info({ reqId, method: req.method, route: null, url: req.url, status }, 'request')
+    }
+  })
 }
 
 /**

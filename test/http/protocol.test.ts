@@ -101,6 +101,7 @@ describe('HTTP protocol details: Expect and percent-encoding on every route', ()
     assert.equal(json.code, 'EXPECTATION_FAILED')
     assert.match(json.message, /Expect header "something-else" is not supported/)
     assert.ok(response.headers['x-request-id'])
+    assert.equal(response.headers.connection, 'close', 'the unread body cannot be taken for a request')
     assert.equal((await request('GET', `${service.url}/plants/172`, { token })).status, 404)
   })
 
