@@ -11,6 +11,8 @@ plant-store webhooks deliveries [--failed] [--limit N] [--json]`
 
 const DEFAULT_DELIVERY_LIMIT = 50
 
+const MAX_URL_LENGTH = 2048
+
 /** An absolute http(s) URL without credentials (fetch refuses those), normalised. */
 export function parseSubscriberUrl(raw: string): string {
   let url: URL
@@ -27,6 +29,11 @@ export function parseSubscriberUrl(raw: string): string {
     throw new UsageError('webhook URL must not contain credentials; verify the signature instead')
   }
   url.hash = ''
+  // A subscriber URL is configuration, not data: a bound keeps `webhooks list` readable and the
+  // outbox rows small (a probe added a 5,000-character one).
+  if (url.href.length > MAX_URL_LENGTH) {
+    throw new UsageError(`webhook URL must be at most ${MAX_URL_LENGTH} characters, got ${url.href.length}`)
+  }
   return url.href
 }
 

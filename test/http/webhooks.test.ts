@@ -596,8 +596,9 @@ for (const store of testStores()) {
       '/relative',
       'example.com/hook',
       'http://user:pw@example.com/',
+      `https://example.com/${'a'.repeat(2030)}`,
     ]) {
-      it(`refuses ${url} with a usage error`, async () => {
+      it(`refuses ${url.slice(0, 60)} with a usage error`, async () => {
         env = await serviceEnv(store)
         const result = await cli('add', url)
         assert.equal(result.code, 2)
