@@ -1,4 +1,5 @@
 import cluster from 'node:cluster'
+import net from 'node:net'
 import { parseArgs } from 'node:util'
 import { type Config, ConfigError } from '../config.js'
 import { type Background, createServer, exitOnSignals } from '../server.js'
@@ -17,6 +18,8 @@ export async function serveCommand(config: Config, storage: Storage, args: strin
   if (workers > 1 && cluster.isPrimary) {
     // Opening the store has applied any pending migration, once, before a worker starts.
     await storage.close()
+    // Every worker would fail to listen and say so; say it once, before forking any.
+    if (config.port !== 0) await assertCanListen(config)
     return runCluster({ workers, config })
   }
   // The shutdown reads this list when it runs, so the worker (which needs the app's logger) can
@@ -39,9 +42,25 @@ export async function serveCommand(config: Config, storage: Storage, args: strin
     await server.listen()
   } catch (error) {
     await server.shutdown('could not listen')
-    throw new ConfigError(
-      `HOST and PORT: cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`,
-      { cause: error },
-    )
+    throw cannotListen(config, error)
   }
+}
+
+const cannotListen = (config: Config, error: unknown) =>
+  new ConfigError(
+    `HOST and PORT: cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`,
+    {
+      cause: error,
+    },
+  )
+
+/** Binds HOST:PORT for a moment, as the cluster's workers are about to. */
+function assertCanListen(config: Config): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer()
+    probe.once('error', (error) => reject(cannotListen(config, error)))
+    probe.listen({ port: config.port, host: config.host, exclusive: true }, () =>
+      probe.close(() => resolve()),
+    )
+  })
 }
