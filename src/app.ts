@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, LogController } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyRequest, LogController } from 'fastify'
 import { TokenVerifier } from './auth/token-verifier.js'
 import type { Config } from './config.js'
 import { ApiError } from './errors.js'
@@ -10,7 +10,7 @@ import { installExpectHandling } from './http/expect-header.js'
 import { requireHost } from './http/host-header.js'
 import { registerJsonBodyParser } from './http/json-body.js'
 import { lazyRequestLogger } from './http/lazy-request-logger.js'
-import { rejectBadQueryEncoding } from './http/query-encoding.js'
+import { badQueryEncoding } from './http/query-encoding.js'
 import { installRequestLogging, requestIdFrom } from './http/request-logging.js'
 import { dedupedSerializers } from './http/serializers.js'
 import { installValidators } from './http/validators.js'
@@ -20,6 +20,9 @@ import { methodNotAllowed, routeEveryHttpMethod } from './routes/method-not-allo
 import { plantRoutes } from './routes/plants.js'
 import { sharedSchemas } from './schemas/shared.js'
 import type { Storage } from './storage/storage.js'
+
+const routeNotFound = (request: FastifyRequest) =>
+  new ApiError('ROUTE_NOT_FOUND', `no route for ${request.method} ${request.url.split('?')[0]}`)
 
 /** How often Node looks for connections past their headers or request timeout. */
 const CONNECTION_CHECK_MS = 500
@@ -90,10 +93,18 @@ export async function buildApp(
   installRequestLogging(app)
   app.addHook('onRequest', requireHost)
   installExpectHandling(app)
-  app.addHook('preParsing', rejectBadQueryEncoding)
+  // The last checks before a body is read, after authentication, on every route. An unknown path
+  // is answered here, its body unread: only POST /plants sends the 100 Continue a client may be
+  // waiting for before it sends one.
+  app.addHook('preParsing', (request, _reply, payload, done) => {
+    if (request.is404) return done(routeNotFound(request))
+    const badQuery = badQueryEncoding(request.url)
+    if (badQuery) return done(badQuery)
+    done(null, payload)
+  })
   registerJsonBodyParser(app)
   app.setNotFoundHandler(async (request) => {
-    throw new ApiError('ROUTE_NOT_FOUND', `no route for ${request.method} ${request.url.split('?')[0]}`)
+    throw routeNotFound(request)
   })
 
   await registerOpenApi(app)

@@ -130,6 +130,7 @@ function databaseUrl(env: Env): string | undefined {
       'DATABASE_URL is not a valid URL (percent-encode special characters in the password)',
     )
   }
+  if (url.port === '0') throw new ConfigError('DATABASE_URL port must be between 1 and 65535, got 0')
   // postgres.js takes any other value as "use TLS", and the only error was a TLS disconnect.
   const sslmode = url.searchParams.get('sslmode')
   if (sslmode !== null && !SSL_MODES.includes(sslmode)) {

@@ -1,21 +1,17 @@
-import type { preParsingHookHandler } from 'fastify'
 import { ApiError } from '../errors.js'
 
 /**
- * A preParsing hook: a query string with bad percent-encoding is a 400 on every route, as it is in
- * the path (the router refuses that one, see frameworkErrors in app.ts). Fastify's query parser
- * keeps such text as is, so `tag=%ff` matched a tag spelt "%ff". It runs after authentication:
- * a request without a valid token hears 401 first, as for any other bad input.
+ * The 400 for a query string with bad percent-encoding, or undefined when it decodes. Checked on
+ * every route, as the path is (the router refuses bad encoding there, see frameworkErrors in
+ * app.ts): Fastify's query parser keeps such text as is, so `tag=%ff` matched a tag spelt "%ff".
  * decodeURIComponent throws on a `%` without two hex digits and on bytes that are not UTF-8 (an
  * encoded lone surrogate included).
  */
-export const rejectBadQueryEncoding: preParsingHookHandler = (request, _reply, payload, done) => {
-  const { url } = request
+export function badQueryEncoding(url: string): ApiError | undefined {
   const question = url.indexOf('?')
-  if (question === -1 || !url.includes('%', question)) return done(null, payload)
+  if (question === -1 || !url.includes('%', question)) return undefined
   const query = url.slice(question + 1)
-  if (decodes(query)) return done(null, payload)
-  done(badEncoding(query))
+  return decodes(query) ? undefined : badEncoding(query)
 }
 
 function decodes(text: string): boolean {

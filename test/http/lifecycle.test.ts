@@ -323,6 +323,7 @@ describe('configuration', () => {
     ['DATABASE_URL', 'postgres://u@127.0.0.1:1/db?sslmode=bogus'],
     ['DATABASE_URL', 'postgres://u@[::1]:1/db'],
     ['DATABASE_URL', 'postgres://postgres@127.0.0.1:99999/x'],
+    ['DATABASE_URL', 'postgres://postgres@127.0.0.1:0/x'],
     ['REQUEST_TIMEOUT_MS', '2000'],
     ['WEBHOOK_BACKOFF_BASE_MS', '86400000'],
     ['DB_STATEMENT_TIMEOUT_MS', '99'],

@@ -86,6 +86,21 @@ describe('HTTP protocol details: Expect and percent-encoding on every route', ()
     }
   })
 
+  it('answers a POST to an unknown path with 404 at once, body unread, to a client waiting for 100', async () => {
+    const client = new RawClient(service.url)
+    try {
+      client.write(
+        `POST /nope HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n` +
+          'Content-Type: application/json\r\nContent-Length: 19\r\nExpect: 100-continue\r\n\r\n',
+      )
+      const received = await client.waitFor(/\r\n\r\n\{.*\}$/s)
+      assert.match(received, /^HTTP\/1\.1 404 /, received)
+      assert.doesNotMatch(received, /100 Continue/)
+    } finally {
+      client.close()
+    }
+  })
+
   it('answers an expectation other than 100-continue with 417 in the Error shape', async () => {
     // fetch refuses to send Expect at all; node:http sends it as given.
     const response = await rawRequest(
