@@ -34,7 +34,7 @@ Decisions where the seed description says "not shown":
   (a CONNECT to anything but a known path, where it is a 405: the service is no proxy).
   Authentication is checked before the body is read: a bad token with a bad body is a 401, and an
   \`Expect: 100-continue\` is answered with 100 only once nothing but the body can refuse the request;
-  another expectation is a 417. A query string with bad percent-encoding is a 400 on every route.
+  another expectation is a 417. A query string with bad percent-encoding is a 400 on every known route.
 - **Durability**: a 200 is sent only after the plant is committed to disk.
 - **Read, list, delete and webhooks** come from the fuller public sample this seed was trimmed from.
 `
