@@ -2,8 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { type ErrorCode, errorCatalog } from '../errors.js'
 import { type KnownPath, shownPath } from '../routes/method-not-allowed.js'
 import { answerOnSocket } from './client-errors.js'
-import { isLevelEnabled } from './lazy-request-logger.js'
-import { requestIdFrom } from './request-logging.js'
+import { logRequestLine, requestIdFrom } from './request-logging.js'
 
 function decodeSegment(segment: string): string | undefined {
   try {
@@ -57,11 +56,13 @@ export function answerConnect(app: FastifyInstance, known: readonly KnownPath[])
       code = 'METHOD_NOT_IMPLEMENTED'
       message = `CONNECT is not implemented for ${url}: this service is not a proxy; the connection is closed`
     }
-    // The line installRequestLogging writes for any other request.
-    if (isLevelEnabled(app.log, 'info')) {
-      const { status } = errorCatalog[code]
-      app.log.info({ reqId, method: 'CONNECT', route: path?.url ?? null, url, status }, 'request')
-    }
+    logRequestLine(app, {
+      reqId,
+      method: 'CONNECT',
+      route: path?.url ?? null,
+      url,
+      status: errorCatalog[code].status,
+    })
     answerOnSocket(socket, code, message, headers)
   })
 }

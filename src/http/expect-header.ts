@@ -1,8 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { errorCatalog } from '../errors.js'
-import { isLevelEnabled } from './lazy-request-logger.js'
-import { requestIdFrom } from './request-logging.js'
+import { logRequestLine, requestIdFrom } from './request-logging.js'
 
 /** How Node's own server recognises a 100-continue expectation (lib/_http_server.js). */
 const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i
@@ -38,10 +37,7 @@ export function installExpectHandling(app: FastifyInstance): void {
       connection: 'close',
     })
     res.end(body)
-    // The line installRequestLogging writes for any other request.
-    if (isLevelEnabled(app.log, 'info')) {
-      app.log.info({ reqId, method: req.method, route: null, url: req.url, status }, 'request')
-    }
+    logRequestLine(app, { reqId, method: req.method, route: null, url: req.url, status })
   })
 }
 

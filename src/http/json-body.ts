@@ -79,7 +79,7 @@ function parseJsonBody(request: FastifyRequest, raw: Buffer): JsonObject {
 
 /**
  * A JSON number without a `.` or an exponent is a plain integer, which JSON.parse reads exactly
- * up to 2^53. Matching anywhere in the body (a name with a dot, say) only costs the re-parse.
+ * up to 2^53. Matching anywhere in the body (a name with a dot, say) only costs the read-back.
  */
 const FRACTION_OR_EXPONENT = /\.|\d[eE]/
 

@@ -10,6 +10,23 @@ export function requestIdFrom(header: string | string[] | undefined): string {
   return value && SAFE_REQUEST_ID.test(value) ? value : randomUUID()
 }
 
+/** Fields of the one line logged per request. */
+interface RequestLine {
+  reqId: string
+  method: string | undefined
+  route: string | null
+  url: string | undefined
+  status: number
+}
+
+/**
+ * The request line for an answer given outside Fastify's routes (CONNECT, an unsupported Expect),
+ * where the onResponse hook below never runs.
+ */
+export function logRequestLine(app: FastifyInstance, line: RequestLine): void {
+  if (isLevelEnabled(app.log, 'info')) app.log.info(line, 'request')
+}
+
 /**
  * One JSON line per request, written when the response is done; headers are never logged. The
  * hooks take callbacks rather than being async: each async hook costs every request a promise.

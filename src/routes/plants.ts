@@ -45,9 +45,10 @@ const publicPlant = (plant: Plant) =>
 
 /**
  * Builds the `Link: <...>; rel="next"` URL from the request's own origin and filters. The origin
- * comes from the client (Host, or X-Forwarded-* from a trusted proxy); when it is missing (HTTP/1.0)
- * or not a plain host (a forwarded one: Host itself is checked by requireHost), the link is relative to the request URL instead (RFC 8288 allows it), so a
- * crafted Host cannot add link-values or point the link elsewhere.
+ * comes from the client (Host, or X-Forwarded-* from a trusted proxy); when it is missing
+ * (HTTP/1.0) or not a plain host (a forwarded one: Host itself is checked by requireHost), the
+ * link is relative to the request URL instead (RFC 8288 allows it), so a crafted Host cannot add
+ * link-values or point the link elsewhere.
  */
 function nextLink(request: FastifyRequest, limit: number, after: bigint, tag: string | undefined): string {
   const params = new URLSearchParams({ limit: String(limit), after: String(after) })

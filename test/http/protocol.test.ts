@@ -42,20 +42,25 @@ describe('HTTP protocol details: Expect and percent-encoding on every route', ()
   })
   after(() => service.close())
 
-  const postHead = (headers: string, length: number) =>
-    `POST /plants HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n` +
+  const postHead = (headers: string, length: number, path = '/plants') =>
+    `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n` +
     `Expect: 100-continue\r\n${headers}\r\n`
 
-  it('sends no 100 Continue to a client without a token: it hears 401 before uploading anything', async () => {
+  /** Sends the head of a request that waits for 100 Continue; resolves to everything received. */
+  const answerWithoutBody = async (head: string) => {
     const client = new RawClient(service.url)
     try {
-      client.write(postHead('', 40))
-      const received = await client.waitFor(/\r\n\r\n\{.*\}$/s)
-      assert.match(received, /^HTTP\/1\.1 401 /, received)
-      assert.doesNotMatch(received, /100 Continue/)
+      client.write(head)
+      return await client.waitFor(/\r\n\r\n\{.*\}$/s)
     } finally {
       client.close()
     }
+  }
+
+  it('sends no 100 Continue to a client without a token: it hears 401 before uploading anything', async () => {
+    const received = await answerWithoutBody(postHead('', 40))
+    assert.match(received, /^HTTP\/1\.1 401 /, received)
+    assert.doesNotMatch(received, /100 Continue/)
   })
 
   it('sends 100 Continue once the token is checked, then stores the body that follows', async () => {
@@ -75,30 +80,15 @@ describe('HTTP protocol details: Expect and percent-encoding on every route', ()
   })
 
   it('sends no 100 Continue for a body over BODY_LIMIT: 413 at once', async () => {
-    const client = new RawClient(service.url)
-    try {
-      client.write(postHead(`Authorization: Bearer ${token}\r\n`, 5000))
-      const received = await client.waitFor(/\r\n\r\n\{.*\}$/s)
-      assert.match(received, /^HTTP\/1\.1 413 /, received)
-      assert.doesNotMatch(received, /100 Continue/)
-    } finally {
-      client.close()
-    }
+    const received = await answerWithoutBody(postHead(`Authorization: Bearer ${token}\r\n`, 5000))
+    assert.match(received, /^HTTP\/1\.1 413 /, received)
+    assert.doesNotMatch(received, /100 Continue/)
   })
 
   it('answers a POST to an unknown path with 404 at once, body unread, to a client waiting for 100', async () => {
-    const client = new RawClient(service.url)
-    try {
-      client.write(
-        `POST /nope HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n` +
-          'Content-Type: application/json\r\nContent-Length: 19\r\nExpect: 100-continue\r\n\r\n',
-      )
-      const received = await client.waitFor(/\r\n\r\n\{.*\}$/s)
-      assert.match(received, /^HTTP\/1\.1 404 /, received)
-      assert.doesNotMatch(received, /100 Continue/)
-    } finally {
-      client.close()
-    }
+    const received = await answerWithoutBody(postHead(`Authorization: Bearer ${token}\r\n`, 19, '/nope'))
+    assert.match(received, /^HTTP\/1\.1 404 /, received)
+    assert.doesNotMatch(received, /100 Continue/)
   })
 
   it('answers an expectation other than 100-continue with 417 in the Error shape', async () => {

@@ -7,7 +7,7 @@ import {
   isUnavailableError,
   openPostgresStorage,
 } from '../../src/storage/postgres/postgres-storage.js'
-import { StoreUnavailableError } from '../../src/storage/storage.js'
+import { type Storage, StoreUnavailableError } from '../../src/storage/storage.js'
 import { storageContract } from './contract.js'
 import { listPlants, payloadOf, plant, readPlant } from './fixtures.js'
 
@@ -28,6 +28,10 @@ async function eventually<T>(work: () => Promise<T>): Promise<T> {
     }
   }
 }
+
+/** One webhook subscriber, so that creates enqueue outbox rows. */
+const subscribeOne = (store: Storage) =>
+  store.addSubscription({ id: 'sub', url: 'https://example.test/h', secret: 's', createdAt: new Date() })
 
 const url = process.env.TEST_DATABASE_URL
 const inCi = !!process.env.CI && !['0', 'false'].includes(process.env.CI.toLowerCase())
@@ -192,12 +196,7 @@ if (!url) {
 
     it('answers every create of a batch whose statement fails with the error, and stores none', () =>
       withStoreAndAdmin(async (store, admin) => {
-        await store.addSubscription({
-          id: 'sub',
-          url: 'https://example.test/h',
-          secret: 's',
-          createdAt: new Date(),
-        })
+        await subscribeOne(store)
         assert.equal((await store.createPlant(plant(1n, 'stored before'), '{}')).kind, 'created')
         await admin.unsafe(`
           CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -235,12 +234,7 @@ if (!url) {
 
     it('fails every delivery of a subscription removed while a create batch enqueues for it', () =>
       withStoreAndAdmin(async (store, admin) => {
-        await store.addSubscription({
-          id: 'sub',
-          url: 'https://example.test/h',
-          secret: 's',
-          createdAt: new Date(),
-        })
+        await subscribeOne(store)
         // Hold the batch: an uncommitted row with its id makes its INSERT wait, after its snapshot
         // (which still sees the subscription) was taken.
         const holder = await admin.reserve()
