@@ -53,9 +53,9 @@ const USAGE = `Usage: node bench/run.mjs [options]        (build first: npm run 
   --scenarios LIST      ${Object.keys(SCENARIOS).join(',')} (default: all)
   --stores LIST         sqlite,postgres (default: both)
   --sizes LIST          empty,big (default: both)
-  --plants N            plants pre-filled in the "big" stores (default 1000000; see --big)
-  --big                 the issue's size: big stores hold 10,000,000 plants (adds about 40-80 s of
-                        pre-fill, so the run takes about 5 minutes); with --quick, adds the big size
+  --plants N            plants pre-filled in the "big" stores (default 10000000, the issue's size;
+                        fewer, with a warning, when the temporary folder's disk cannot hold them)
+  --big                 with --quick, also measure the big stores (the default run always does)
   --read-seed N         plants added to the empty stores before the read scenarios (default 10000)
   --reference           also measure bench/fastify-reference.mjs, the baseline's routes on bare Fastify
                         (schema validation, no store), to show what the framework alone costs
@@ -157,7 +157,7 @@ function readOptions() {
     ),
     stores: list('stores', quick ? ['sqlite'] : ['sqlite', 'postgres'], ['sqlite', 'postgres']),
     sizes: list('sizes', quick && !values.big ? ['empty'] : ['empty', 'big'], ['empty', 'big']),
-    plants: Math.round(number('plants', values.big ? 10_000_000 : 1_000_000, 1, 1e9)),
+    plants: Math.round(number('plants', 10_000_000, 1, 1e9)),
     readSeed: Math.round(number('read-seed', 10_000, 1, 1e8)),
     reference: values.reference,
     profile: values.profile,
@@ -215,6 +215,23 @@ function estimateSeconds(options, targets) {
     : 0
   const profile = options.profile ? options.scenarios.length * (options.profileSeconds + 3) : 0
   return loadSeconds + prefill + profile + 3.5 * targets + 5
+}
+
+/**
+ * Disk a pre-filled plant takes, with room to spare: about 56 bytes in the SQLite file, and in
+ * PostgreSQL the heap, both indexes and the WAL written while they are built (measured at 10M).
+ */
+const BYTES_PER_PLANT = { sqlite: 100, postgres: 300 }
+/** Left free on the disk whatever the stores take. */
+const DISK_RESERVE_BYTES = 1024 ** 3
+
+/** The most plants (whole millions, or options.plants) the big stores can hold on the disk of `dir`. */
+function plantsThatFit(dir, options) {
+  const { bavail, bsize } = fs.statfsSync(dir)
+  const perPlant = options.stores.reduce((sum, store) => sum + BYTES_PER_PLANT[store], 0)
+  const fitting = Math.floor((bavail * bsize - DISK_RESERVE_BYTES) / perPlant)
+  if (fitting >= options.plants) return options.plants
+  return Math.max(1000, Math.floor(fitting / 1_000_000) * 1_000_000 || Math.floor(fitting / 1000) * 1000)
 }
 
 function machine() {
@@ -318,6 +335,17 @@ async function main() {
     pinning = 'load generator pinned to CPU 0, servers (and PostgreSQL) to CPU 1'
   }
   log(pinning)
+
+  if (options.sizes.includes('big')) {
+    const fitting = plantsThatFit(tmpDir, options)
+    if (fitting < options.plants) {
+      log(
+        `warning: ${formatCount(options.plants)} plants would not fit on the disk of ${os.tmpdir()}; ` +
+          `the big stores get ${formatCount(fitting)}`,
+      )
+      options.plants = fitting
+    }
+  }
 
   const baseEnv = {
     ...process.env,
