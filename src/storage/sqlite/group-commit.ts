@@ -43,6 +43,8 @@ export interface WriterStats {
   largestBatch: number
   /** Checkpoints the checkpointer thread finished. */
   checkpoints: number
+  /** Writes accepted and waiting for a batch (not counting the batch running now). */
+  queued: number
 }
 
 /** Keeps the read connection on durable data: `hold` before a commit, `release` once synced. */
@@ -93,7 +95,7 @@ export class GroupCommitWriter {
   private readonly checkpointer: Checkpointer
   private readonly maxBatch: number
   private readonly busyTimeoutMs: number
-  private readonly counters: WriterStats = {
+  private readonly counters: Omit<WriterStats, 'queued'> = {
     batchesStarted: 0,
     batchesCommitted: 0,
     batchesFailed: 0,
@@ -155,7 +157,7 @@ export class GroupCommitWriter {
   }
 
   stats(): WriterStats {
-    return { ...this.counters }
+    return { ...this.counters, queued: this.queue.length }
   }
 
   /**
