@@ -200,6 +200,23 @@ function plantContract(ctx: ContractContext): void {
       assert.deepEqual(await ids(), [2n, 3n], "another instance's create shows too")
     })
 
+    it("never answers a repeated read by id from before a write, its own or another instance's", async () => {
+      const s = ctx.store()
+      await create(s, plant(1n, 'fern', 'a'))
+      assert.deepEqual(await readPlant(s, 1n), plant(1n, 'fern', 'a'))
+      assert.deepEqual(await readPlant(s, 1n), plant(1n, 'fern', 'a'), 'asked twice, unchanged')
+      assert.equal(await s.deletePlant(1n), true)
+      assert.equal(await readPlant(s, 1n), undefined, 'a delete shows in the next read')
+      await create(s, plant(1n, 'moss'))
+      assert.deepEqual(await readPlant(s, 1n), plant(1n, 'moss'), 'a create again shows in the next read')
+      const other = await ctx.another()
+      assert.deepEqual(await readPlant(other, 1n), plant(1n, 'moss'))
+      assert.equal(await other.deletePlant(1n), true)
+      assert.equal(await readPlant(s, 1n), undefined, "another instance's delete shows too")
+      await create(other, plant(1n, 'palm', 'b'))
+      assert.deepEqual(await readPlant(s, 1n), plant(1n, 'palm', 'b'), "another instance's create shows too")
+    })
+
     it('pages through every plant exactly once', async () => {
       const s = ctx.store()
       const all: Plant[] = []

@@ -308,6 +308,21 @@ describe('sqlite group commit', () => {
       /"syncing"/,
       'the cached first page moved on',
     )
+
+    // A delete of a plant that reads have cached: shown only once durable, and then at once.
+    assert.deepEqual(await readPlant(store, 1n), plant(1n, 'syncing'), 'read again, from the cache')
+    let deleted = false
+    const deleting = store.deletePlant(1n).then((outcome) => {
+      deleted = true
+      return outcome
+    })
+    await until(() => synced.length === 1)
+    assert.deepEqual(storedIds([1n]), [], 'the delete is committed to the file')
+    assert.equal(deleted, false)
+    assert.deepEqual(await readPlant(store, 1n), plant(1n, 'syncing'), 'still the last durable state')
+    synced.shift()?.()
+    assert.equal(await deleting, true)
+    assert.equal(await readPlant(store, 1n), undefined, 'the cached plant is gone once the delete is')
   })
 
   it('refuses every write after a failed WAL sync and reports unhealthy, without hanging', async () => {
