@@ -225,13 +225,14 @@ const BYTES_PER_PLANT = { sqlite: 100, postgres: 300 }
 /** Left free on the disk whatever the stores take. */
 const DISK_RESERVE_BYTES = 1024 ** 3
 
-/** The most plants (whole millions, or options.plants) the big stores can hold on the disk of `dir`. */
+/** options.plants, or the most the disk of `dir` holds (in whole millions, thousands below that). */
 function plantsThatFit(dir, options) {
   const { bavail, bsize } = fs.statfsSync(dir)
   const perPlant = options.stores.reduce((sum, store) => sum + BYTES_PER_PLANT[store], 0)
   const fitting = Math.floor((bavail * bsize - DISK_RESERVE_BYTES) / perPlant)
   if (fitting >= options.plants) return options.plants
-  return Math.max(1000, Math.floor(fitting / 1_000_000) * 1_000_000 || Math.floor(fitting / 1000) * 1000)
+  const unit = fitting >= 1_000_000 ? 1_000_000 : 1000
+  return Math.max(1000, Math.floor(fitting / unit) * unit)
 }
 
 function machine() {
