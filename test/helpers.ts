@@ -3,6 +3,7 @@ import { appendFileSync, mkdirSync, mkdtempSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
 import net from 'node:net'
 import { test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -306,4 +307,19 @@ export function freePort(): Promise<number> {
       server.close(() => resolve(port))
     })
   })
+}
+
+/** Polls until `check` returns something truthy; fails after `timeoutMs` naming `what`. */
+export async function waitFor<T>(
+  what: string,
+  check: () => T | Promise<T>,
+  timeoutMs = 15_000,
+): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const value = await check()
+    if (value) return value as NonNullable<T>
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
+    await sleep(25)
+  }
 }

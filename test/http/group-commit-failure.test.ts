@@ -8,17 +8,9 @@
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import Database from 'better-sqlite3'
 import type { SqliteStorage } from '../../src/storage/sqlite/sqlite-storage.js'
-import { type ApiResponse, request, startService, type TestService } from '../helpers.js'
-
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let waited = 0; !condition(); waited += 5) {
-    assert.ok(waited < 5000, `timed out waiting until ${what}`)
-    await sleep(5)
-  }
-}
+import { type ApiResponse, request, startService, type TestService, waitFor } from '../helpers.js'
 
 describe('POST /plants when a group-committed batch fails (sqlite)', () => {
   let service: TestService
@@ -49,9 +41,9 @@ describe('POST /plants when a group-committed batch fails (sqlite)', () => {
     lock.exec('BEGIN IMMEDIATE')
     const started = writer().batchesStarted
     const plug = post(900 + started, 'plug')
-    await until(() => writer().batchesStarted === started + 1, 'the plug waits for the lock')
+    await waitFor('the plug to wait for the lock', () => writer().batchesStarted === started + 1)
     const answers = Promise.all(creates.map(([id, name]) => post(id, name)))
-    await until(() => writer().queued === creates.length, 'every create is queued behind the plug')
+    await waitFor('every create to queue behind the plug', () => writer().queued === creates.length)
     lock.exec('COMMIT')
     lock.close()
     assert.equal((await plug).status, 200, 'the batch before is unaffected')

@@ -16,22 +16,8 @@ import {
   testStores,
   canRunSuite,
   postgresHint,
+  waitFor,
 } from '../helpers.js'
-
-/** Polls until `check` returns something truthy; fails after `timeoutMs` naming `what`. */
-async function waitFor<T>(
-  what: string,
-  check: () => T | Promise<T>,
-  timeoutMs = 15_000,
-): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await check()
-    if (value) return value as NonNullable<T>
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
-    await sleep(25)
-  }
-}
 
 async function stopService(service: SpawnedService): Promise<number | null> {
   if (service.child.exitCode !== null || service.child.signalCode !== null) return service.child.exitCode

@@ -309,8 +309,8 @@ describe('sqlite group commit', () => {
       'the cached first page moved on',
     )
 
-    // A delete of a plant that reads have cached: shown only once durable, and then at once.
-    assert.deepEqual(await readPlant(store, 1n), plant(1n, 'syncing'), 'read again, from the cache')
+    // A delete of a plant read just before: shown only once durable, and then at once.
+    assert.deepEqual(await readPlant(store, 1n), plant(1n, 'syncing'), 'read again')
     let deleted = false
     const deleting = store.deletePlant(1n).then((outcome) => {
       deleted = true
@@ -322,7 +322,7 @@ describe('sqlite group commit', () => {
     assert.deepEqual(await readPlant(store, 1n), plant(1n, 'syncing'), 'still the last durable state')
     synced.shift()?.()
     assert.equal(await deleting, true)
-    assert.equal(await readPlant(store, 1n), undefined, 'the cached plant is gone once the delete is')
+    assert.equal(await readPlant(store, 1n), undefined, 'the plant is gone once the delete is')
   })
 
   it('refuses every write after a failed WAL sync and reports unhealthy, without hanging', async () => {
