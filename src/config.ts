@@ -42,6 +42,12 @@ export interface Config {
    * process writes the same file, before its whole batch fails with 503.
    */
   sqliteBusyTimeoutMs: number
+  /**
+   * `SQLITE_WAL_COALESCE`, default true: write each commit's WAL frames with one system call
+   * through the VFS in native/wal-coalesce.c (built at install). Same bytes on disk, same
+   * durability; false turns it off for this process (docs/performance.md, tenth round).
+   */
+  sqliteWalCoalesce: boolean
   webhookTimeoutMs: number
   webhookMaxAttempts: number
   webhookBackoffBaseMs: number
@@ -187,6 +193,7 @@ export function loadConfig(env: Env = process.env): Config {
     sqliteSync: oneOf(env, 'SQLITE_SYNC', 'full', ['full', 'normal']),
     sqliteMaxBatch: int(env, 'SQLITE_MAX_BATCH', 256, 1, 10_000),
     sqliteBusyTimeoutMs: int(env, 'SQLITE_BUSY_TIMEOUT_MS', 5000, 1, 600_000),
+    sqliteWalCoalesce: bool(env, 'SQLITE_WAL_COALESCE', true),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 1, 600_000),
     webhookMaxAttempts: int(env, 'WEBHOOK_MAX_ATTEMPTS', 19, 1, 1000),
     webhookBackoffBaseMs: int(env, 'WEBHOOK_BACKOFF_BASE_MS', 5_000, 1, 86_400_000),

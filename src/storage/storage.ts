@@ -102,6 +102,8 @@ export interface AttemptResult {
 export interface Storage {
   /** `sqlite` or `postgres`, for logs and /readyz. */
   readonly kind: string
+  /** What an operator should hear of at start: the service logs each as a warning. */
+  readonly warnings: readonly string[]
 
   /**
    * Stores the plant unless its id is taken. On `created`, one outbox delivery per current webhook

@@ -168,6 +168,7 @@ export async function openPostgresStorage(options: PostgresOptions): Promise<Sto
  */
 export class PostgresStorage implements Storage {
   readonly kind = 'postgres'
+  readonly warnings: readonly string[] = []
 
   private readonly creates = new CreateBatcher(
     (batch) => this.createBatch(batch),

@@ -17,6 +17,8 @@ export interface SqliteOptions {
   busyTimeoutMs?: number
   /** Most create requests one group commit takes; default 256. Bounds the latency of a batch. */
   maxBatch?: number
+  /** Write each commit's WAL frames in one call (`wal-coalescing.ts`); default true. */
+  coalesceWalWrites?: boolean
 }
 
 export type Row = Record<string, unknown>

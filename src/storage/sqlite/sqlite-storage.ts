@@ -15,6 +15,7 @@ import type {
 import { openSqliteDatabase, type Row, type SqliteOptions, toDelivery, toToken } from './database.js'
 import { GroupCommitWriter, type SyncFile, type WriterStats } from './group-commit.js'
 import { PageCache } from './page-cache.js'
+import { loadWalCoalescing, type WalCoalescing } from './wal-coalescing.js'
 
 export { migrateSqlite, openSqliteDatabase, type SqliteOptions } from './database.js'
 export type { WriterStats } from './group-commit.js'
@@ -53,6 +54,9 @@ export const listPlantsSql = {
  */
 export class SqliteStorage implements Storage {
   readonly kind = 'sqlite'
+  readonly warnings: readonly string[]
+  /** Whether this process writes WAL frames through the coalescing VFS (`wal-coalescing.ts`). */
+  readonly walCoalescing: WalCoalescing
   private readonly writer: GroupCommitWriter
   private readonly db: Database.Database
   private readonly statements
@@ -60,6 +64,12 @@ export class SqliteStorage implements Storage {
 
   /** `syncFile` replaces fdatasync, for tests of a failing disk. */
   constructor(options: SqliteOptions, syncFile?: SyncFile) {
+    // Before any connection: the VFS applies to connections opened after it is loaded.
+    this.walCoalescing = loadWalCoalescing(options.coalesceWalWrites ?? true)
+    this.warnings =
+      this.walCoalescing.state === 'unavailable'
+        ? [`SQLite WAL writes are not coalesced (two system calls per page): ${this.walCoalescing.reason}`]
+        : []
     this.db = openSqliteDatabase(options)
     const db = this.db
     this.writer = new GroupCommitWriter(options, this.snapshotHold(), syncFile)

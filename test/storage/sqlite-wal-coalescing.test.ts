@@ -1,0 +1,229 @@
+/**
+ * The WAL write-coalescing VFS (native/wal-coalesce.c): it may change how many calls write the
+ * WAL, never what another connection reads. Every test commits through it on one connection and
+ * reads on another, which has its own file descriptor and so sees only bytes that reached the
+ * file: a frame still in the shim's buffer after COMMIT returned would show up as a missing row,
+ * a failed integrity check or a corrupt page.
+ */
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { afterEach, beforeEach, describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import Database from 'better-sqlite3'
+import { SqliteStorage } from '../../src/storage/sqlite/sqlite-storage.js'
+import { loadWalCoalescing } from '../../src/storage/sqlite/wal-coalescing.js'
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+const childScript = path.join(here, 'wal-coalescing-crash-child.js')
+let dir: string
+let file: string
+const open: Database.Database[] = []
+
+function connect(setup?: (db: Database.Database) => void): Database.Database {
+  const db = new Database(file)
+  db.defaultSafeIntegers(true)
+  db.pragma('journal_mode = WAL')
+  setup?.(db)
+  open.push(db)
+  return db
+}
+
+/** The store's writer settings: SQLite never syncs and never checkpoints on its own. */
+function writer(cachePages = 2000): Database.Database {
+  return connect((db) => {
+    db.pragma('synchronous = OFF')
+    db.pragma('wal_autocheckpoint = 0')
+    db.pragma(`cache_size = ${cachePages}`)
+    db.exec('CREATE TABLE IF NOT EXISTS plants (id INTEGER PRIMARY KEY, name TEXT NOT NULL, tag TEXT)')
+    db.exec('CREATE INDEX IF NOT EXISTS plants_tag_id ON plants (tag, id)')
+  })
+}
+
+const randomId = () => randomBytes(8).readBigInt64BE() & 0x7fff_ffff_ffff_ffffn
+
+/** Inserts `count` plants with random ids in one transaction; returns their ids. */
+function commitRandom(db: Database.Database, count: number): bigint[] {
+  const insert = db.prepare('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?)')
+  const ids = Array.from({ length: count }, randomId)
+  db.transaction(() => {
+    for (const id of ids) insert.run(id, `plant ${id}`, 'green')
+  })()
+  return ids
+}
+
+function assertAllVisible(reader: Database.Database, ids: bigint[], total: bigint): void {
+  assert.equal(reader.prepare('SELECT count(*) FROM plants').pluck().get(), total)
+  const byId = reader.prepare('SELECT name FROM plants WHERE id = ?').pluck()
+  const byTag = reader.prepare("SELECT 1 FROM plants WHERE tag = 'green' AND id = ?").pluck()
+  for (const id of ids) {
+    assert.equal(byId.get(id), `plant ${id}`, `plant ${id} by id`)
+    assert.equal(byTag.get(id), 1n, `plant ${id} through the tag index`)
+  }
+}
+
+/**
+ * Commits one transaction of each size on `db` and checks after each that `reader` sees it, its
+ * plants and the right total; `before` is how many plants were there already.
+ */
+function commitEachVisible(db: Database.Database, reader: Database.Database, sizes: number[], before = 0n) {
+  let total = before
+  for (const size of sizes) {
+    const ids = commitRandom(db, size)
+    total += BigInt(size)
+    assertAllVisible(reader, ids, total)
+  }
+}
+
+/** The file, opened again (which recovers its WAL), holds exactly these plants and is sound. */
+function assertExactlyStored(ids: bigint[]): void {
+  const db = connect()
+  const found = db.prepare('SELECT 1 FROM plants WHERE id = ?').pluck()
+  assert.deepEqual(
+    ids.filter((id) => found.get(id) === undefined),
+    [],
+  )
+  assert.equal(db.prepare('SELECT count(*) FROM plants').pluck().get(), BigInt(ids.length))
+  assert.equal(db.pragma('integrity_check', { simple: true }), 'ok')
+}
+
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'plant-store-wal-coalesce-'))
+  file = path.join(dir, 'plants.db')
+  // CI builds the library: a store that silently ran without it would make these tests vacuous.
+  assert.deepEqual(loadWalCoalescing(true), { state: 'on' })
+})
+
+afterEach(() => {
+  for (const db of open.splice(0)) db.close()
+  fs.rmSync(dir, { recursive: true, force: true })
+})
+
+describe('sqlite WAL write coalescing', () => {
+  it('is loaded by the store by default and reported as on, with no warning', () => {
+    const store = new SqliteStorage({ path: file, synchronous: 'full' })
+    try {
+      assert.deepEqual(store.walCoalescing, { state: 'on' })
+      assert.deepEqual(store.warnings, [])
+    } finally {
+      void store.close()
+    }
+  })
+
+  it('shows every transaction to another connection as soon as COMMIT returns, whatever its size', () => {
+    const db = writer()
+    const reader = connect()
+    // 1 frame pair, around the 124 KiB buffer (31-32 frames of 4 KiB), and far beyond it.
+    commitEachVisible(db, reader, [1, 2, 15, 16, 17, 40, 300, 3000, 1])
+    assert.equal(reader.pragma('integrity_check', { simple: true }), 'ok')
+  })
+
+  it('shows every transaction of 1 to 150 rows, so a commit frame ends the buffer at every offset', () => {
+    // The buffer splits a frame's header from its page every 31 frames; a commit frame whose
+    // header was written out before its page must still be written out at once.
+    const db = writer()
+    const reader = connect()
+    commitEachVisible(
+      db,
+      reader,
+      Array.from({ length: 150 }, (_, i) => i + 1),
+    )
+  })
+
+  it('appends to a WAL that another connection began, taking the page size from its header', () => {
+    const first = writer()
+    const reader = connect()
+    const before = [...commitRandom(first, 100), ...commitRandom(first, 7)]
+    // The WAL now holds frames: this connection appends to it and never writes its header.
+    const second = writer()
+    commitEachVisible(second, reader, [1, 33, 250, 2], BigInt(before.length))
+    assert.equal(reader.pragma('integrity_check', { simple: true }), 'ok')
+  })
+
+  it('keeps reads right across WAL restarts, when frames are written from the start again', () => {
+    const db = writer()
+    const reader = connect()
+    let total = 0n
+    for (let round = 0; round < 5; round++) {
+      const ids = commitRandom(db, 50 + round * 20)
+      total += BigInt(ids.length)
+      assertAllVisible(reader, ids, total)
+      const [result] = db.pragma('wal_checkpoint(RESTART)') as {
+        busy: bigint
+        log: bigint
+        checkpointed: bigint
+      }[]
+      assert.deepEqual([result?.busy, result?.log === result?.checkpointed], [0n, true])
+    }
+    assert.equal(reader.pragma('integrity_check', { simple: true }), 'ok')
+  })
+
+  it('commits a transaction larger than the page cache whole, its spilled frames rewritten in place', () => {
+    // A 10-page cache spills dirty pages into the WAL mid-transaction; pages changed again are
+    // rewritten over their earlier frames, and SQLite reads those frames back to checksum them.
+    const db = writer(10)
+    const reader = connect()
+    const first = commitRandom(db, 200)
+    const big = commitRandom(db, 5000)
+    assertAllVisible(reader, [...first, ...big], 5200n)
+    assert.equal(reader.pragma('integrity_check', { simple: true }), 'ok')
+  })
+
+  it('leaves nothing of a rolled-back transaction that had spilled frames', () => {
+    const db = writer(10)
+    const reader = connect()
+    const kept = commitRandom(db, 100)
+    const insert = db.prepare('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?)')
+    assert.throws(
+      () =>
+        db.transaction(() => {
+          for (let i = 0; i < 3000; i++) insert.run(randomId(), 'lost', 'green')
+          throw new Error('abandoned')
+        })(),
+      /abandoned/,
+    )
+    const after = commitRandom(db, 10)
+    assertAllVisible(reader, [...kept, ...after], 110n)
+    assert.equal(reader.prepare("SELECT count(*) FROM plants WHERE name = 'lost'").pluck().get(), 0n)
+    assert.equal(reader.pragma('integrity_check', { simple: true }), 'ok')
+  })
+
+  it('fails the COMMIT whose WAL write fails, not the process, and keeps every earlier commit', () => {
+    // Under a 2 MiB file-size limit the WAL's growth ends in EFBIG; the buffer holding the
+    // transaction's frames is written inside SQLite's xWrite, which reports it as that error.
+    const child = spawnSync(
+      'bash',
+      ['-c', 'ulimit -f 2048 && exec "$0" "$@"', process.execPath, childScript, file, 'file-size-limit'],
+      { encoding: 'utf8', timeout: 60_000 },
+    )
+    assert.equal(child.status, 0, `status ${child.status}, signal ${child.signal}: ${child.stderr}`)
+    const lines = child.stdout.trim().split('\n')
+    assert.match(lines.at(-1) ?? '', /^error SQLITE_(IOERR_WRITE|FULL)$/)
+    const acknowledged = lines.slice(0, -1).flatMap((line) => line.split(' ').map(BigInt))
+    assert.ok(acknowledged.length >= 50, `${acknowledged.length} acknowledged ids`)
+    assertExactlyStored(acknowledged)
+  })
+
+  for (const when of ['after-commit', 'mid-transaction'] as const) {
+    it(`loses no acknowledged transaction when the process is killed ${when}, and recovers a sound file`, () => {
+      // The child commits through the shim and prints each transaction's ids once COMMIT returned,
+      // then dies by SIGKILL: right after its last COMMIT, or inside a transaction part of which
+      // is already in the WAL with no commit frame.
+      const child = spawnSync(process.execPath, [childScript, file, when], {
+        encoding: 'utf8',
+        timeout: 60_000,
+      })
+      assert.equal(child.signal, 'SIGKILL', child.stderr)
+      const acknowledged = child.stdout
+        .trim()
+        .split('\n')
+        .flatMap((line) => line.split(' ').map(BigInt))
+      assert.equal(acknowledged.length, 2000)
+      // Recovery keeps the acknowledged transactions and none of the killed one.
+      assertExactlyStored(acknowledged)
+    })
+  }
+})
