@@ -171,7 +171,18 @@ function readOptions() {
     keep: values.keep,
   }
   if (!['full', 'normal'].includes(options.sqliteSync)) usage('--sqlite-sync must be full or normal')
+  options.walCoalescing = walCoalescing()
   return options
+}
+
+/**
+ * Whether the service will write SQLite's WAL through native/wal-coalesce.c: what its
+ * SQLITE_WAL_COALESCE (passed through) asks for, and whether the build made the library.
+ */
+function walCoalescing() {
+  if (['false', '0', 'no', 'off'].includes((process.env.SQLITE_WAL_COALESCE ?? '').trim().toLowerCase()))
+    return 'no (SQLITE_WAL_COALESCE)'
+  return fs.existsSync(path.join(ROOT, 'build', 'wal-coalesce.so')) ? 'yes' : 'no (library not built)'
 }
 
 function usage(message) {
