@@ -171,18 +171,25 @@ function readOptions() {
     keep: values.keep,
   }
   if (!['full', 'normal'].includes(options.sqliteSync)) usage('--sqlite-sync must be full or normal')
-  options.walCoalescing = walCoalescing()
   return options
 }
 
 /**
- * Whether the service will write SQLite's WAL through native/wal-coalesce.c: what its
- * SQLITE_WAL_COALESCE (passed through) asks for, and whether the build made the library.
+ * Whether the service will write SQLite's WAL through native/wal-coalesce.c, asked of the built
+ * code itself: its reading of SQLITE_WAL_COALESCE (passed through) and its library's path.
  */
-function walCoalescing() {
-  if (['false', '0', 'no', 'off'].includes((process.env.SQLITE_WAL_COALESCE ?? '').trim().toLowerCase()))
-    return 'no (SQLITE_WAL_COALESCE)'
-  return fs.existsSync(path.join(ROOT, 'build', 'wal-coalesce.so')) ? 'yes' : 'no (library not built)'
+async function walCoalescing() {
+  const { loadConfig } = await import('../dist/src/config.js')
+  const { WAL_COALESCE_LIBRARY } = await import('../dist/src/storage/sqlite/wal-coalescing.js')
+  let wanted
+  try {
+    wanted = loadConfig({ SQLITE_WAL_COALESCE: process.env.SQLITE_WAL_COALESCE }).sqliteWalCoalesce
+  } catch (error) {
+    // The service would refuse to start on it; say so before any store is filled.
+    die(2, `bench: ${error.message}`)
+  }
+  if (!wanted) return 'no (SQLITE_WAL_COALESCE)'
+  return fs.existsSync(path.join(ROOT, WAL_COALESCE_LIBRARY)) ? 'yes' : 'no (library not built)'
 }
 
 function usage(message) {
@@ -275,6 +282,7 @@ async function main() {
   const started = performance.now()
   if (!fs.existsSync(BUILT_CLI))
     die(2, `${path.relative(ROOT, BUILT_CLI)} is missing: run \`npm run build\` first`)
+  options.walCoalescing = await walCoalescing()
   const host = machine()
 
   const targetsPerRound = 1 + options.stores.length * options.sizes.length
