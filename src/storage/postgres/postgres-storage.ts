@@ -11,23 +11,18 @@ import type {
   Subscription,
   TokenRecord,
 } from '../storage.js'
-import { StoreReadOnlyError, StoreUnavailableError } from '../storage.js'
+import { StoreReadOnlyError } from '../storage.js'
 import { plantJson } from '../plant-json.js'
-import { type CreateRequest, CreateBatcher } from './create-batcher.js'
-import {
-  createPostgresClient,
-  type PostgresOptions,
-  toStoreError,
-  wasConnectionLost,
-  wasSessionTerminated,
-} from './connection.js'
+import { CreateBatcher } from './create-batcher.js'
+import { createPlants } from './create-plants.js'
+import { createPostgresClient, type PostgresOptions } from './connection.js'
+import { CLIENT_DEADLINE_MARGIN_MS, guard } from './guard.js'
 import { Reachability } from './reachability.js'
 import { migratePostgres, type PgSql } from './migrations.js'
+import { toDelivery, toPlant, toToken } from './rows.js'
 
 export { createPostgresClient, isUnavailableError, type PostgresOptions } from './connection.js'
 export { migratePostgres } from './migrations.js'
-
-type Row = Record<string, unknown>
 
 /**
  * Create batches one instance runs at once, and creates per batch. Two keep the server busy (one
@@ -35,105 +30,6 @@ type Row = Record<string, unknown>
  */
 const MAX_BATCHES_IN_FLIGHT = 2
 const MAX_BATCH = 256
-
-/**
- * How long past DB_STATEMENT_TIMEOUT_MS the service waits for an answer before giving up on it
- * itself. statement_timeout is enforced by the server, so a server that stops answering (frozen,
- * or cut off by the network with the connection still open) never sends it: requests and /readyz
- * hung for as long as that lasted.
- */
-const CLIENT_DEADLINE_MARGIN_MS = 1000
-
-/**
- * Runs `work` again on another connection while the one it was sent on turns out dead: the server
- * had ended the session (the statement did not run: see wasSessionTerminated) or, for `idempotent`
- * work only, the connection was reset, where the statement may or may not have run. After a
- * restart or pg_terminate_backend the pool hands out each of its dead connections once more, and
- * the first requests on them got 503s with the database back. Each dead one fails at once, so
- * `attempts` (pool size + 1) bounds the work, and a guard's deadline bounds the time.
- */
-async function retriedOnDeadConnection<T>(
-  work: () => Promise<T>,
-  idempotent: boolean,
-  attempts: number,
-): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await work()
-    } catch (error) {
-      const dead = wasSessionTerminated(error) || (idempotent && wasConnectionLost(error))
-      if (!dead || attempt >= attempts) throw error
-    }
-  }
-}
-
-/**
- * Runs database work, turning connectivity failures into StoreUnavailableError (answered as 503).
- * With `deadlineMs`, work that has not settled by then fails the same way; the statement itself
- * goes on in the background (a write may still commit later, as with any lost connection).
- */
-async function guard<T>(
-  work: () => Promise<T>,
-  deadlineMs?: number,
-  retry: { idempotent: boolean; attempts: number } = { idempotent: false, attempts: 1 },
-): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  try {
-    const pending = retriedOnDeadConnection(work, retry.idempotent, retry.attempts)
-    if (deadlineMs === undefined) return await pending
-    // Settled here, so a rejection after the deadline is not an unhandled one.
-    pending.catch(() => {})
-    const deadline = new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(
-        () => reject(new StoreUnavailableError(`PostgreSQL did not answer within ${deadlineMs} ms`)),
-        deadlineMs,
-      )
-    })
-    return await Promise.race([pending, deadline])
-  } catch (error) {
-    throw toStoreError(error)
-  } finally {
-    clearTimeout(timer)
-  }
-}
-
-const toDate = (value: unknown): Date | null =>
-  value === null || value === undefined ? null : (value as Date)
-
-function toPlant(row: Row): Plant {
-  const plant: Plant = { id: row.id as bigint, name: row.name as string }
-  if (row.tag !== null) plant.tag = row.tag as string
-  return plant
-}
-
-function toToken(row: Row): TokenRecord {
-  return {
-    id: row.id as string,
-    name: row.name as string,
-    scopes: (row.scopes as string).split(',').filter(Boolean),
-    hash: row.token_hash as string,
-    createdAt: row.created_at as Date,
-    expiresAt: toDate(row.expires_at),
-    lastUsedAt: toDate(row.last_used_at),
-    revokedAt: toDate(row.revoked_at),
-  }
-}
-
-function toDelivery(row: Row): Delivery {
-  return {
-    id: row.id as string,
-    subscriptionId: row.subscription_id as string,
-    plantId: row.plant_id as bigint,
-    payload: row.payload as string,
-    status: row.status as Delivery['status'],
-    attempts: row.attempts as number,
-    nextAttemptAt: row.next_attempt_at as Date,
-    lastAttemptAt: toDate(row.last_attempt_at),
-    lastStatus: (row.last_status as number | null) ?? null,
-    lastError: (row.last_error as string | null) ?? null,
-    createdAt: row.created_at as Date,
-  }
-}
 
 /**
  * Opens the pool, checks the server version and applies pending migrations. Throws
@@ -171,7 +67,7 @@ export class PostgresStorage implements Storage {
   readonly warnings: readonly string[] = []
 
   private readonly creates = new CreateBatcher(
-    (batch) => this.createBatch(batch),
+    (batch) => createPlants(this.sql, batch, (work) => this.guardIdempotent(work)),
     MAX_BATCHES_IN_FLIGHT,
     MAX_BATCH,
   )
@@ -210,63 +106,6 @@ export class PostgresStorage implements Storage {
 
   createPlant(plant: Plant, payload: string): Promise<CreateOutcome> {
     return this.creates.submit(plant, payload)
-  }
-
-  /**
-   * One batch of creates (see CreateBatcher), in one statement and so one transaction: the plants
-   * and their outbox rows commit together. Rows go in ascending id order, so two batches that
-   * share ids (two instances, say) wait for each other in the same order and never deadlock. An
-   * insert colliding with an uncommitted row waits for that transaction; so when an id is
-   * reported "not inserted", the winner has committed and the SELECT after it (a new snapshot)
-   * sees that row.
-   */
-  private async createBatch(batch: CreateRequest[]): Promise<CreateOutcome[]> {
-    const { sql } = this
-    const outcomes: (CreateOutcome | undefined)[] = batch.map(() => undefined)
-    // Repeats only for ids whose colliding row was deleted before we read it; then they are ours.
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const open = batch.flatMap((request, i) => (outcomes[i] ? [] : [{ ...request, i }]))
-      if (open.length === 0) return outcomes as CreateOutcome[]
-      const now = new Date()
-      const inserted = await this.guardIdempotent(
-        () => sql`WITH input AS (
-            SELECT * FROM unnest(
-              ${open.map((r) => String(r.plant.id))}::int8[], ${open.map((r) => r.plant.name)}::text[],
-              ${open.map((r) => r.plant.tag ?? null)}::text[], ${open.map((r) => r.payload)}::text[]
-            ) AS t(id, name, tag, payload)
-          ), inserted AS (
-            INSERT INTO plants (id, name, tag, created_at)
-            SELECT id, name, tag, ${now} FROM input ORDER BY id
-            ON CONFLICT (id) DO NOTHING
-            RETURNING id
-          ), enqueued AS (
-            INSERT INTO webhook_deliveries
-              (id, subscription_id, plant_id, payload, status, attempts, next_attempt_at, created_at)
-            SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), s.id, i.id, input.payload,
-                   'pending', 0, ${now}, ${now}
-            FROM inserted i JOIN input USING (id)
-            CROSS JOIN (SELECT id FROM webhook_subscriptions FOR KEY SHARE) s
-          )
-          SELECT id FROM inserted`,
-      )
-      const created = new Set(inserted.map((row) => row.id as bigint))
-      const taken = open.filter((r) => !created.has(r.plant.id))
-      for (const r of open) if (created.has(r.plant.id)) outcomes[r.i] = { kind: 'created' }
-      if (taken.length === 0) continue
-      const rows = await this.guardIdempotent(
-        () => sql`SELECT id, name, tag FROM plants
-          WHERE id = ANY(${taken.map((r) => String(r.plant.id))}::int8[])`,
-      )
-      const stored = new Map(rows.map((row) => [row.id as bigint, toPlant(row)]))
-      for (const r of taken) {
-        const existing = stored.get(r.plant.id)
-        if (!existing) continue
-        const same = existing.name === r.plant.name && existing.tag === r.plant.tag
-        outcomes[r.i] = same ? { kind: 'replayed' } : { kind: 'conflict', existing }
-      }
-    }
-    if (outcomes.every(Boolean)) return outcomes as CreateOutcome[]
-    throw new Error('a plant kept being created and deleted concurrently')
   }
 
   async readPlantJson(id: bigint): Promise<string | undefined> {

@@ -5,7 +5,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
-import type { Delivery, Plant, TokenRecord } from '../storage.js'
+import { recordReaders } from '../rows.js'
 import { checkSchemaNotNewer } from '../schema-version.js'
 import { sqliteMigrations } from './migrations.js'
 
@@ -20,8 +20,6 @@ export interface SqliteOptions {
   /** Write each commit's WAL frames in one call (`wal-coalescing.ts`); default true. */
   coalesceWalWrites?: boolean
 }
-
-export type Row = Record<string, unknown>
 
 export const DEFAULT_BUSY_TIMEOUT_MS = 5000
 export const DEFAULT_MAX_BATCH = 256
@@ -46,44 +44,8 @@ const ROLES = {
   checkpointer: { migrate: false, cacheKiB: 512, autocheckpointPages: 0, syncOff: false, busy: true },
 } as const
 
-const toDate = (value: unknown): Date | null =>
-  value === null || value === undefined ? null : new Date(Number(value))
-
-/** A plant row; a NULL tag becomes an absent key, never `undefined` or `null`. */
-export function toPlant(row: Row): Plant {
-  const plant: Plant = { id: row.id as bigint, name: row.name as string }
-  if (row.tag !== null) plant.tag = row.tag as string
-  return plant
-}
-
-export function toToken(row: Row): TokenRecord {
-  return {
-    id: row.id as string,
-    name: row.name as string,
-    scopes: (row.scopes as string).split(',').filter(Boolean),
-    hash: row.token_hash as string,
-    createdAt: new Date(Number(row.created_at)),
-    expiresAt: toDate(row.expires_at),
-    lastUsedAt: toDate(row.last_used_at),
-    revokedAt: toDate(row.revoked_at),
-  }
-}
-
-export function toDelivery(row: Row): Delivery {
-  return {
-    id: row.id as string,
-    subscriptionId: row.subscription_id as string,
-    plantId: BigInt(row.plant_id as bigint),
-    payload: row.payload as string,
-    status: row.status as Delivery['status'],
-    attempts: Number(row.attempts),
-    nextAttemptAt: new Date(Number(row.next_attempt_at)),
-    lastAttemptAt: toDate(row.last_attempt_at),
-    lastStatus: row.last_status === null ? null : Number(row.last_status),
-    lastError: (row.last_error as string | null) ?? null,
-    createdAt: new Date(Number(row.created_at)),
-  }
-}
+/** SQLite keeps times as epoch milliseconds. */
+export const { toToken, toDelivery } = recordReaders((value) => new Date(Number(value)))
 
 /**
  * Applies pending migrations; BEGIN IMMEDIATE serialises processes that start together. It reads

@@ -12,7 +12,8 @@ import type {
   Subscription,
   TokenRecord,
 } from '../storage.js'
-import { openSqliteDatabase, type Row, type SqliteOptions, toDelivery, toToken } from './database.js'
+import type { Row } from '../rows.js'
+import { openSqliteDatabase, type SqliteOptions, toDelivery, toToken } from './database.js'
 import { GroupCommitWriter, type SyncFile, type WriterStats } from './group-commit.js'
 import { PageCache } from './page-cache.js'
 import { loadWalCoalescing, type WalCoalescing } from './wal-coalescing.js'

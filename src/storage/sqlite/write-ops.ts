@@ -11,7 +11,7 @@ import type {
   Subscription,
   TokenRecord,
 } from '../storage.js'
-import { type Row, toPlant } from './database.js'
+import { type Row, toPlant } from '../rows.js'
 
 /** One write, as the writer runs it. */
 export type WriteOp =

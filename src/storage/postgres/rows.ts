@@ -1,0 +1,6 @@
+import { recordReaders } from '../rows.js'
+
+export { type Row, toPlant } from '../rows.js'
+
+/** postgres.js returns timestamptz as a Date. */
+export const { toToken, toDelivery } = recordReaders((value) => value as Date)

@@ -1,0 +1,52 @@
+import type { Delivery, Plant, TokenRecord } from './storage.js'
+
+/** A row as a driver returns it. */
+export type Row = Record<string, unknown>
+
+/**
+ * How a store hands back a time: SQLite keeps epoch milliseconds in an INTEGER (a bigint from
+ * `safeIntegers` statements), PostgreSQL's timestamptz arrives as a Date.
+ */
+export type TimeReader = (value: unknown) => Date
+
+/** A plant row; a NULL tag becomes an absent key, never `undefined` or `null`. */
+export function toPlant(row: Row): Plant {
+  const plant: Plant = { id: row.id as bigint, name: row.name as string }
+  if (row.tag !== null) plant.tag = row.tag as string
+  return plant
+}
+
+/**
+ * Token and delivery rows of either store as the storage interface's records. The tables have
+ * the same columns in both; only the time type differs. Integers go through Number/BigInt, as
+ * SQLite may return either type for them.
+ */
+export function recordReaders(time: TimeReader) {
+  const maybeTime = (value: unknown): Date | null =>
+    value === null || value === undefined ? null : time(value)
+  return {
+    toToken: (row: Row): TokenRecord => ({
+      id: row.id as string,
+      name: row.name as string,
+      scopes: (row.scopes as string).split(',').filter(Boolean),
+      hash: row.token_hash as string,
+      createdAt: time(row.created_at),
+      expiresAt: maybeTime(row.expires_at),
+      lastUsedAt: maybeTime(row.last_used_at),
+      revokedAt: maybeTime(row.revoked_at),
+    }),
+    toDelivery: (row: Row): Delivery => ({
+      id: row.id as string,
+      subscriptionId: row.subscription_id as string,
+      plantId: BigInt(row.plant_id as bigint),
+      payload: row.payload as string,
+      status: row.status as Delivery['status'],
+      attempts: Number(row.attempts),
+      nextAttemptAt: time(row.next_attempt_at),
+      lastAttemptAt: maybeTime(row.last_attempt_at),
+      lastStatus: row.last_status === null || row.last_status === undefined ? null : Number(row.last_status),
+      lastError: (row.last_error as string | null) ?? null,
+      createdAt: time(row.created_at),
+    }),
+  }
+}
