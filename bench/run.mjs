@@ -6,30 +6,19 @@
 // so that machine drift hits all of them, and reports medians and service/baseline ratios as
 // Markdown (stdout and .bench/) and JSON (.bench/results-<timestamp>.json). Every load run has a
 // fixed duration and a watchdog kills everything after --max-time, so it always stops by itself.
-import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { parseArgs } from 'node:util'
 import { runLoad, SCENARIOS } from './lib/load.mjs'
-import {
-  cpuSeconds,
-  freePort,
-  hasTaskset,
-  killAllChildren,
-  machineBusySeconds,
-  ownCpuSeconds,
-  peakRssMb,
-  pinSelf,
-  resetPeakRss,
-  startNode,
-  stopProcess,
-  treeCpuSeconds,
-  waitFor200,
-} from './lib/proc.mjs'
+import { freePort, hasTaskset, killAllChildren, pinSelf, stopProcess } from './lib/proc.mjs'
 import { startNodeFlags } from '../scripts/start-node-flags.mjs'
-import { summarizeProfile } from './lib/profile.mjs'
-import { evaluateTargets, formatCount, markdown, median, REFERENCE, summarize } from './lib/report.mjs'
+import { measureRun } from './lib/measure.mjs'
+import { startService, startYardstick } from './lib/servers.mjs'
+import { busyBeforeRun, gitInfo, machine, plantsThatFit } from './lib/machine.mjs'
+import { estimateSeconds, parseOptions } from './lib/options.mjs'
+import { recordProfiles } from './lib/profile.mjs'
+import { formatCount, REFERENCE } from './lib/report.mjs'
+import { printSavedReport, publishResults } from './lib/results.mjs'
 import {
   BUILT_CLI,
   preparePostgres,
@@ -38,141 +27,9 @@ import {
   seedPostgres,
   seedSqlite,
   service,
-  sqliteVersion,
   startPostgres,
   stopPostgres,
 } from './lib/stores.mjs'
-
-const USAGE = `Usage: node bench/run.mjs [options]        (build first: npm run build)
-
-  --quick               SQLite only, empty store, create-seq/get-id/list-100, 3 rounds of 1.5 s (< 1 min)
-  --duration S          seconds per measured run (default 1.5)
-  --warmup S            seconds of unrecorded load per target before each scenario (default 0.75; quick 0.5)
-  --rounds N            interleaved rounds per scenario (default 3)
-  --connections N       concurrent connections (default 64)
-  --scenarios LIST      ${Object.keys(SCENARIOS).join(',')} (default: all)
-  --stores LIST         sqlite,postgres (default: both)
-  --sizes LIST          empty,big (default: both)
-  --plants N            plants pre-filled in the "big" stores (default 10000000, the issue's size;
-                        fewer, with a warning, when the temporary folder's disk cannot hold them)
-  --big                 with --quick, also measure the big stores (the default run always does)
-  --read-seed N         plants added to the empty stores before the read scenarios (default 10000)
-  --reference           also measure bench/fastify-reference.mjs, the baseline's routes on bare Fastify
-                        (schema validation, no store), to show what the framework alone costs
-  --profile             also record a CPU profile of the service under each selected scenario (SQLite)
-  --profile-seconds S   load per profile (default 5)
-  --sqlite-sync MODE    full (fsync per commit, default) or normal
-  --log-level LEVEL     the service's LOG_LEVEL (default warn; info logs one line per request)
-  --node-flags="FLAGS"  Node flags for the service instead of those of \`npm start\` (to compare them)
-  --max-time S          watchdog: kill everything and exit 3 after S seconds (default: from the plan)
-  --wait-idle S         first wait up to S seconds for the machine to be idle (3 x 2 s under 25% busy)
-  --no-pin              do not pin load generator and servers to separate CPUs with taskset
-  --keep                keep the temporary directory (stores, logs)
-  --report FILE         only print the Markdown report of a saved .bench/results-*.json again
-
-Environment variables other than PORT, HOST, PLANT_STORE_DB, DATABASE_URL, LOG_LEVEL and
-SQLITE_SYNC pass through to the service (e.g. DB_POOL_SIZE).`
-
-function parseOptions() {
-  // A bad flag is a wrong command line like any other: exit 2 with the usage, not a stack trace.
-  try {
-    return readOptions()
-  } catch (error) {
-    if (error?.code?.startsWith?.('ERR_PARSE_ARGS')) usage(error.message)
-    throw error
-  }
-}
-
-function readOptions() {
-  const { values } = parseArgs({
-    options: {
-      quick: { type: 'boolean', default: false },
-      duration: { type: 'string' },
-      warmup: { type: 'string' },
-      rounds: { type: 'string' },
-      connections: { type: 'string' },
-      scenarios: { type: 'string' },
-      stores: { type: 'string' },
-      sizes: { type: 'string' },
-      plants: { type: 'string' },
-      big: { type: 'boolean', default: false },
-      'read-seed': { type: 'string' },
-      reference: { type: 'boolean', default: false },
-      profile: { type: 'boolean', default: false },
-      'profile-seconds': { type: 'string' },
-      'sqlite-sync': { type: 'string' },
-      'log-level': { type: 'string' },
-      'node-flags': { type: 'string' },
-      'max-time': { type: 'string' },
-      'wait-idle': { type: 'string' },
-      'no-pin': { type: 'boolean', default: false },
-      keep: { type: 'boolean', default: false },
-      report: { type: 'string' },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
-    strict: true,
-  })
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`)
-    process.exit(0)
-  }
-  if (values.report) {
-    // Re-render a saved run with the current report code (rows and targets are recomputed).
-    const results = JSON.parse(fs.readFileSync(values.report, 'utf8'))
-    results.rows = summarize(results)
-    results.targets = evaluateTargets(results, results.rows)
-    process.stdout.write(`${markdown(results)}\n`)
-    process.exit(0)
-  }
-  const quick = values.quick
-  const number = (name, fallback, min, max) => {
-    const raw = values[name]
-    if (raw === undefined) return fallback
-    const value = Number(raw)
-    if (!Number.isFinite(value) || value < min || value > max)
-      usage(`--${name} must be a number from ${min} to ${max}`)
-    return value
-  }
-  const list = (name, fallback, allowed) => {
-    const items = (values[name] ?? fallback.join(','))
-      .split(',')
-      .map((s) => s.trim())
-      .filter(Boolean)
-    const unknown = items.filter((item) => !allowed.includes(item))
-    if (unknown.length || items.length === 0) usage(`--${name} takes a list of ${allowed.join(', ')}`)
-    return [...new Set(items)]
-  }
-  const options = {
-    quick,
-    // 1.5 s runs keep `npm run bench`, build included, under 5 minutes on a busy machine (a probe
-    // measured 5m39s with 2 s runs at load average 3-8).
-    duration: number('duration', 1.5, 0.5, 600),
-    warmup: number('warmup', quick ? 0.5 : 0.75, 0, 60),
-    rounds: Math.round(number('rounds', 3, 1, 50)),
-    connections: Math.round(number('connections', 64, 1, 10_000)),
-    scenarios: list(
-      'scenarios',
-      quick ? ['create-seq', 'get-id', 'list-100'] : Object.keys(SCENARIOS),
-      Object.keys(SCENARIOS),
-    ),
-    stores: list('stores', quick ? ['sqlite'] : ['sqlite', 'postgres'], ['sqlite', 'postgres']),
-    sizes: list('sizes', quick && !values.big ? ['empty'] : ['empty', 'big'], ['empty', 'big']),
-    plants: Math.round(number('plants', 10_000_000, 1, 1e9)),
-    readSeed: Math.round(number('read-seed', 10_000, 1, 1e8)),
-    reference: values.reference,
-    profile: values.profile,
-    profileSeconds: number('profile-seconds', 5, 1, 120),
-    sqliteSync: values['sqlite-sync'] ?? 'full',
-    logLevel: values['log-level'] ?? 'warn',
-    nodeFlags: values['node-flags'],
-    maxTime: values['max-time'] === undefined ? undefined : number('max-time', 0, 10, 86_400),
-    waitIdle: number('wait-idle', 0, 0, 3600),
-    pin: !values['no-pin'],
-    keep: values.keep,
-  }
-  if (!['full', 'normal'].includes(options.sqliteSync)) usage('--sqlite-sync must be full or normal')
-  return options
-}
 
 /**
  * Whether the service will write SQLite's WAL through native/wal-coalesce.c, asked of the built
@@ -190,11 +47,6 @@ async function walCoalescing() {
   }
   if (!wanted) return 'no (SQLITE_WAL_COALESCE)'
   return fs.existsSync(path.join(ROOT, WAL_COALESCE_LIBRARY)) ? 'yes' : 'no (library not built)'
-}
-
-function usage(message) {
-  process.stderr.write(`bench: ${message}\n\n${USAGE}\n`)
-  process.exit(2)
 }
 
 const log = (message) =>
@@ -223,61 +75,9 @@ process.on('exit', cleanup)
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'])
   process.on(signal, () => die(130, `stopped by ${signal}`))
 
-/** Seconds the plan should take, for the watchdog and the log. */
-function estimateSeconds(options, targets) {
-  const runs = options.scenarios.length * options.rounds * targets
-  const loadSeconds =
-    runs * (options.duration + 0.15) + options.scenarios.length * targets * (options.warmup + 0.15)
-  const prefill = options.sizes.includes('big')
-    ? (options.plants / 10_000_000) * (options.stores.includes('postgres') ? 45 : 20)
-    : 0
-  const profile = options.profile ? options.scenarios.length * (options.profileSeconds + 3) : 0
-  return loadSeconds + prefill + profile + 3.5 * targets + 5
-}
-
-/**
- * Disk a pre-filled plant takes, with room to spare: about 56 bytes in the SQLite file, and in
- * PostgreSQL the heap, both indexes and the WAL written while they are built (measured at 10M).
- */
-const BYTES_PER_PLANT = { sqlite: 100, postgres: 300 }
-/** Left free on the disk whatever the stores take. */
-const DISK_RESERVE_BYTES = 1024 ** 3
-
-/** options.plants, or the most the disk of `dir` holds (in whole millions, thousands below that). */
-function plantsThatFit(dir, options) {
-  const { bavail, bsize } = fs.statfsSync(dir)
-  const perPlant = options.stores.reduce((sum, store) => sum + BYTES_PER_PLANT[store], 0)
-  const fitting = Math.floor((bavail * bsize - DISK_RESERVE_BYTES) / perPlant)
-  if (fitting >= options.plants) return options.plants
-  const unit = fitting >= 1_000_000 ? 1_000_000 : 1000
-  return Math.max(1000, Math.floor(fitting / unit) * unit)
-}
-
-function machine() {
-  const cpus = os.cpus()
-  return {
-    cpuModel: cpus[0]?.model ?? 'unknown',
-    cpus: os.availableParallelism?.() ?? cpus.length,
-    memoryGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
-    node: process.version,
-    kernel: `${os.type()} ${os.release()}`,
-    sqlite: sqliteVersion(),
-  }
-}
-
-function gitInfo() {
-  const run = (args) => {
-    const out = spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' })
-    return out.status === 0 ? out.stdout.trim() : undefined
-  }
-  return {
-    commit: run(['rev-parse', '--short', 'HEAD']),
-    dirty: (run(['status', '--porcelain', 'src']) ?? '') !== '',
-  }
-}
-
 async function main() {
   const options = parseOptions()
+  if (options.report) return printSavedReport(options.report)
   const startedAt = new Date()
   const started = performance.now()
   if (!fs.existsSync(BUILT_CLI))
@@ -322,23 +122,7 @@ async function main() {
     options.nodeFlags?.split(/\s+/).filter((word) => word.startsWith('--')) ?? startNodeFlags()
 
   // How busy the machine is before we start: other work on it skews every number.
-  const busyPercent = async (seconds) => {
-    const busy0 = machineBusySeconds()
-    await new Promise((resolve) => setTimeout(resolve, seconds * 1000))
-    const busy1 = machineBusySeconds()
-    return busy0 === undefined ? undefined : (100 * (busy1 - busy0)) / seconds / host.cpus
-  }
-  let idleCheck = await busyPercent(1)
-  if (options.waitIdle > 0 && idleCheck !== undefined) {
-    // Idle means three quiet 2 s samples in a row: test suites run in bursts.
-    const waitUntil = performance.now() + options.waitIdle * 1000
-    let quiet = 0
-    while (quiet < 3 && performance.now() < waitUntil) {
-      idleCheck = await busyPercent(2)
-      quiet = idleCheck <= 25 ? quiet + 1 : 0
-      if (quiet === 0) log(`waiting for the machine to be idle: ${idleCheck.toFixed(0)}% busy`)
-    }
-  }
+  let idleCheck = await busyBeforeRun(host.cpus, options.waitIdle, log)
   if (idleCheck !== undefined) {
     log(
       `machine busy before the run: ${idleCheck.toFixed(0)}% of ${host.cpus} CPUs, load average ${os.loadavg()[0].toFixed(2)}`,
@@ -418,122 +202,39 @@ async function main() {
 
   // ---- servers: the baseline, then one service per store; start-up timed from spawn to 200.
   const baseToken = configs[0].token
-  const servers = []
-  {
-    const port = await freePort()
-    const proc = startNode({
-      name: 'baseline',
-      args: [path.join(ROOT, 'bench', 'baseline.mjs')],
-      env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', BENCH_TOKEN: baseToken },
-      logFile: path.join(tmpDir, 'baseline.log'),
-      cpu: serverCpu,
-    })
-    const url = `http://127.0.0.1:${port}`
-    const startupMs = await waitFor200(proc, url, '/healthz', 10_000)
-    servers.push({ id: 'baseline', proc, url, token: baseToken, readMax: options.readSeed, startupMs })
-  }
-  if (options.reference) {
-    const port = await freePort()
-    const proc = startNode({
-      name: REFERENCE.id,
-      args: [path.join(ROOT, 'bench', 'fastify-reference.mjs')],
-      env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', BENCH_TOKEN: baseToken },
-      logFile: path.join(tmpDir, `${REFERENCE.id}.log`),
-      cpu: serverCpu,
-    })
-    const url = `http://127.0.0.1:${port}`
-    await waitFor200(proc, url, '/healthz', 10_000)
-    servers.push({ id: REFERENCE.id, proc, url, token: baseToken, readMax: options.readSeed })
-  }
-  // Each service is started three times (two throwaway starts, then the one that serves the
-  // rounds) and the median time from spawn to /healthz and /readyz answering 200 is reported.
-  const startService = async (config, name) => {
-    const port = await freePort()
-    const proc = startNode({
-      name,
-      args: [CLI, 'serve'],
-      nodeArgs: serviceNodeArgs,
-      env: { ...config.env, PORT: String(port) },
-      logFile: path.join(tmpDir, `${name}.log`),
-      cpu: serverCpu,
-    })
-    const url = `http://127.0.0.1:${port}`
-    const healthMs = await waitFor200(proc, url, '/healthz', 30_000)
-    const readyMs = await waitFor200(proc, url, '/readyz', 30_000)
-    return { proc, url, healthMs, readyMs }
-  }
+  const yardstick = { token: baseToken, readMax: options.readSeed, logDir: tmpDir, cpu: serverCpu }
+  const servers = [await startYardstick({ id: 'baseline', script: 'baseline.mjs', ...yardstick })]
+  if (options.reference)
+    servers.push(await startYardstick({ id: REFERENCE.id, script: 'fastify-reference.mjs', ...yardstick }))
   for (const config of configs) {
-    const samples = []
-    for (let i = 0; i < 2; i++) {
-      const started = await startService(config, `${config.id}-start${i + 1}`)
-      samples.push(started)
-      await stopProcess(started.proc)
-    }
-    const { proc, url, healthMs, readyMs } = await startService(config, config.id)
-    samples.push({ healthMs, readyMs })
-    config.startupSamplesMs = samples.map((s) => Math.round(s.readyMs))
-    config.startupMs = median(samples.map((s) => s.healthMs))
-    config.readyMs = median(samples.map((s) => s.readyMs))
+    servers.push(
+      await startService({ config, cli: CLI, nodeArgs: serviceNodeArgs, logDir: tmpDir, cpu: serverCpu }),
+    )
     log(
       `${config.id}: /healthz after ${Math.round(config.startupMs)} ms, /readyz after ${Math.round(config.readyMs)} ms ` +
         `(median of ${config.startupSamplesMs.join(', ')})`,
     )
-    servers.push({ id: config.id, proc, url, config })
   }
 
   // ---- the rounds.
   const runs = []
   let seeded = false
   const measure = async (server, scenario, round, position) => {
-    const token = server.config?.token ?? server.token
-    const readMax = server.config?.readMax ?? server.readMax
-    const pid = server.proc.pid
-    const peakReset = resetPeakRss(pid)
-    const cpu0 = cpuSeconds(pid)
-    const db0 = server.config?.store === 'postgres' ? treeCpuSeconds(pg.postmasterPid) : undefined
-    const busy0 = machineBusySeconds()
-    const own0 = ownCpuSeconds()
-    const t0 = performance.now()
-    const result = await runLoad({
-      url: server.url,
-      scenario,
-      token,
-      readMax,
-      connections: options.connections,
-      duration: options.duration,
-    })
-    const wall = (performance.now() - t0) / 1000
-    const cpu1 = cpuSeconds(pid)
-    const db1 = db0 === undefined ? undefined : treeCpuSeconds(pg.postmasterPid)
-    const busy1 = machineBusySeconds()
-    const own1 = ownCpuSeconds()
-    // CPU that neither the load generator nor the server (nor its PostgreSQL) used: other work.
-    const other =
-      busy0 === undefined || cpu0 === undefined || cpu1 === undefined
-        ? undefined
-        : (100 * (busy1 - busy0 - (own1 - own0) - (cpu1 - cpu0) - (db0 === undefined ? 0 : db1 - db0))) / wall
-    if (server.proc.exit)
-      throw new Error(`${server.id} died during ${scenario}: ${JSON.stringify(server.proc.exit)}`)
-    const run = {
+    const run = await measureRun({
+      server,
       scenario,
       round,
       position,
-      target: server.id,
-      ...result,
-      readMax,
-      cpuPercent: cpu0 === undefined || cpu1 === undefined ? undefined : (100 * (cpu1 - cpu0)) / wall,
-      dbCpuPercent: db0 === undefined || db1 === undefined ? undefined : (100 * (db1 - db0)) / wall,
-      loadGeneratorCpuPercent: (100 * (own1 - own0)) / wall,
-      otherCpuPercent: other === undefined ? undefined : Math.max(0, other),
-      peakRssMb: peakRssMb(pid),
-      peakRssSince: peakReset ? 'run' : 'start',
-    }
+      connections: options.connections,
+      duration: options.duration,
+      postmasterPid: server.config?.store === 'postgres' ? pg.postmasterPid : undefined,
+    })
     runs.push(run)
-    const failed = result.non2xx + result.errors
+    const failed = run.non2xx + run.errors
     log(
-      `${scenario} r${round + 1} ${server.id.padEnd(15)} ${Math.round(result.rps).toString().padStart(6)} req/s ` +
-        `p50 ${result.latencyMs.p50} ms p99 ${result.latencyMs.p99} ms` +
-        `${failed ? ` FAILED ${failed} (${JSON.stringify(result.statusCodes)}, errors ${result.errors})` : ''}`,
+      `${scenario} r${round + 1} ${server.id.padEnd(15)} ${Math.round(run.rps).toString().padStart(6)} req/s ` +
+        `p50 ${run.latencyMs.p50} ms p99 ${run.latencyMs.p99} ms` +
+        `${failed ? ` FAILED ${failed} (${JSON.stringify(run.statusCodes)}, errors ${run.errors})` : ''}`,
     )
     return run
   }
@@ -575,60 +276,20 @@ async function main() {
       if (config.readMax === 0) seedSqlite(config, options.readSeed)
       const profDir = path.join(outDir, 'prof', startedAt.toISOString().replace(/[:.]/g, '-'))
       fs.mkdirSync(profDir, { recursive: true })
-      for (const scenario of options.scenarios) {
-        // One directory per scenario: Node writes one profile per thread (main, and any worker).
-        const dir = path.join(profDir, scenario)
-        fs.mkdirSync(dir, { recursive: true })
-        const port = await freePort()
-        const proc = startNode({
-          name: `profile-${scenario}`,
-          args: [UNBUNDLED_CLI, 'serve'],
-          nodeArgs: [...serviceNodeArgs, '--cpu-prof', '--cpu-prof-dir', dir],
-          env: { ...config.env, PORT: String(port) },
-          logFile: path.join(tmpDir, `profile-${scenario}.log`),
+      profiles.push(
+        ...(await recordProfiles({
+          config,
+          scenarios: options.scenarios,
+          cli: UNBUNDLED_CLI,
+          nodeArgs: serviceNodeArgs,
+          profDir,
+          logDir: tmpDir,
           cpu: serverCpu,
-        })
-        const url = `http://127.0.0.1:${port}`
-        await waitFor200(proc, url, '/readyz', 30_000)
-        const common = {
-          url,
-          scenario,
-          token: config.token,
-          readMax: config.readMax,
           connections: options.connections,
-        }
-        await runLoad({ ...common, duration: 1 })
-        const cpu0 = cpuSeconds(proc.pid)
-        const loadStart = performance.now()
-        const result = await runLoad({ ...common, duration: options.profileSeconds })
-        const loadEnd = performance.now()
-        const cpu1 = cpuSeconds(proc.pid)
-        await stopProcess(proc)
-        const exitAt = performance.now()
-        const files = fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))
-        if (files.length === 0) log(`profile ${scenario}: no profile written`)
-        for (const file of files.sort()) {
-          // CPU.<date>.<time>.<pid>.<thread id>.<seq>.cpuprofile; thread 0 is the main thread.
-          const threadId = Number(file.split('.').at(-3))
-          const summary = summarizeProfile(path.join(dir, file), {
-            requests: result.ok,
-            window: { fromEndUs: (exitAt - loadStart) * 1000, toEndUs: (exitAt - loadEnd) * 1000 },
-          })
-          const thread = threadId === 0 ? 'main thread' : `worker thread ${threadId}`
-          profiles.push({
-            scenario,
-            config: config.id,
-            thread,
-            rps: result.rps,
-            processCpuPercent: (100 * (cpu1 - cpu0)) / ((loadEnd - loadStart) / 1000),
-            ...summary,
-          })
-          log(
-            `profile ${scenario} (${thread}): ${Math.round(result.rps)} req/s, ` +
-              `${Math.round(summary.busyUsPerRequest)} µs CPU/request`,
-          )
-        }
-      }
+          seconds: options.profileSeconds,
+          log,
+        })),
+      )
     }
   }
 
@@ -666,15 +327,7 @@ async function main() {
     runs,
     profiles,
   }
-  results.rows = summarize(results)
-  results.targets = evaluateTargets(results, results.rows)
-  const md = markdown(results)
-  const stamp = startedAt.toISOString().replace(/[:.]/g, '-')
-  const jsonFile = path.join(outDir, `results-${stamp}.json`)
-  fs.writeFileSync(jsonFile, `${JSON.stringify(results, null, 2)}\n`)
-  fs.writeFileSync(path.join(outDir, `results-${stamp}.md`), `${md}\n`)
-  fs.writeFileSync(path.join(outDir, 'latest.md'), `${md}\n`)
-  process.stdout.write(`\n${md}\n\n`)
+  const jsonFile = publishResults(results, outDir)
   log(`results: ${path.relative(ROOT, jsonFile)} (wall time ${results.wallSeconds.toFixed(0)} s)`)
 
   // No speed threshold, but a server that answers errors under load is a broken benchmark.

@@ -1,6 +1,8 @@
 // Summarises a V8 .cpuprofile (node --cpu-prof): self time per function and per component.
 import fs from 'node:fs'
 import path from 'node:path'
+import { runLoad } from './load.mjs'
+import { cpuSeconds, freePort, startNode, stopProcess, waitFor200 } from './proc.mjs'
 import { ROOT } from './stores.mjs'
 
 const SPECIAL = new Set(['(idle)', '(program)', '(garbage collector)', '(root)'])
@@ -93,4 +95,79 @@ export function summarizeProfile(file, { requests, window, top = 15 }) {
     components: rows([...byComponent].map(([name, n]) => ({ name, hits: n }))),
     functions: rows([...byFunction.values()].filter((e) => e.name !== '(idle)')).slice(0, top),
   }
+}
+
+/**
+ * Profiles a fresh service per scenario: `cli serve` under `--cpu-prof` (one file per thread),
+ * 1 s of warm-up, then `seconds` of load; each thread's profile is summarised over the loaded
+ * window only, so start-up and shutdown do not count.
+ */
+export async function recordProfiles({
+  config,
+  scenarios,
+  cli,
+  nodeArgs,
+  profDir,
+  logDir,
+  cpu,
+  connections,
+  seconds,
+  log,
+}) {
+  const profiles = []
+  for (const scenario of scenarios) {
+    // One directory per scenario: Node writes one profile per thread (main, and any worker).
+    const dir = path.join(profDir, scenario)
+    fs.mkdirSync(dir, { recursive: true })
+    const port = await freePort()
+    const proc = startNode({
+      name: `profile-${scenario}`,
+      args: [cli, 'serve'],
+      nodeArgs: [...nodeArgs, '--cpu-prof', '--cpu-prof-dir', dir],
+      env: { ...config.env, PORT: String(port) },
+      logFile: path.join(logDir, `profile-${scenario}.log`),
+      cpu,
+    })
+    const url = `http://127.0.0.1:${port}`
+    await waitFor200(proc, url, '/readyz', 30_000)
+    const common = {
+      url,
+      scenario,
+      token: config.token,
+      readMax: config.readMax,
+      connections,
+    }
+    await runLoad({ ...common, duration: 1 })
+    const cpu0 = cpuSeconds(proc.pid)
+    const loadStart = performance.now()
+    const result = await runLoad({ ...common, duration: seconds })
+    const loadEnd = performance.now()
+    const cpu1 = cpuSeconds(proc.pid)
+    await stopProcess(proc)
+    const exitAt = performance.now()
+    const files = fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))
+    if (files.length === 0) log(`profile ${scenario}: no profile written`)
+    for (const file of files.sort()) {
+      // CPU.<date>.<time>.<pid>.<thread id>.<seq>.cpuprofile; thread 0 is the main thread.
+      const threadId = Number(file.split('.').at(-3))
+      const summary = summarizeProfile(path.join(dir, file), {
+        requests: result.ok,
+        window: { fromEndUs: (exitAt - loadStart) * 1000, toEndUs: (exitAt - loadEnd) * 1000 },
+      })
+      const thread = threadId === 0 ? 'main thread' : `worker thread ${threadId}`
+      profiles.push({
+        scenario,
+        config: config.id,
+        thread,
+        rps: result.rps,
+        processCpuPercent: (100 * (cpu1 - cpu0)) / ((loadEnd - loadStart) / 1000),
+        ...summary,
+      })
+      log(
+        `profile ${scenario} (${thread}): ${Math.round(result.rps)} req/s, ` +
+          `${Math.round(summary.busyUsPerRequest)} µs CPU/request`,
+      )
+    }
+  }
+  return profiles
 }
