@@ -309,17 +309,29 @@ export function freePort(): Promise<number> {
   })
 }
 
-/** Polls until `check` returns something truthy; fails after `timeoutMs` naming `what`. */
+/**
+ * Polls until `check` returns something truthy; fails after `timeoutMs` naming `what`. A check
+ * that throws is tried again (a CLI or a server may not be up yet); the last error is in the
+ * timeout's message.
+ */
 export async function waitFor<T>(
   what: string,
   check: () => T | Promise<T>,
   timeoutMs = 15_000,
 ): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs
+  let last: unknown
   for (;;) {
-    const value = await check()
-    if (value) return value as NonNullable<T>
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
+    try {
+      const value = await check()
+      if (value) return value as NonNullable<T>
+    } catch (error) {
+      last = error
+    }
+    if (Date.now() > deadline) {
+      const why = last === undefined ? '' : ` (last error: ${String(last)})`
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${why}`)
+    }
     await sleep(25)
   }
 }

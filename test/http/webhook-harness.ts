@@ -1,0 +1,206 @@
+/**
+ * What the webhook tests share: a subscriber that verifies every request with the Standard
+ * Webhooks reference library, and a service on a fresh store with short retry budgets.
+ */
+import assert from 'node:assert/strict'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import type { TestContext } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Webhook } from 'standardwebhooks'
+import { request, runCli, type SpawnedService, serviceEnv, spawnService, type StoreKind } from '../helpers.js'
+
+export const FAST: Record<string, string> = {
+  LOG_LEVEL: 'info',
+  WEBHOOK_POLL_MS: '50',
+  WEBHOOK_BACKOFF_BASE_MS: '50',
+  WEBHOOK_BACKOFF_MAX_MS: '200',
+  WEBHOOK_MAX_ATTEMPTS: '3',
+  WEBHOOK_TIMEOUT_MS: '500',
+  WEBHOOK_LEASE_MS: '1000',
+}
+
+export interface Received {
+  method: string
+  webhookId: string
+  timestamp: string
+  signature: string
+  contentType: string
+  body: string
+  /** null when the signature checked out with the `standardwebhooks` verifier. */
+  verifyError: string | null
+  /** What the receiver answered; undefined while it holds the request. */
+  answered?: number
+}
+
+export type Answer = number | 'hold'
+
+/**
+ * A subscriber: a real HTTP server that verifies every request with the Standard Webhooks
+ * reference library (not our signer) and answers as the test says, or holds the request open.
+ */
+export class Receiver {
+  readonly received: Received[] = []
+  secret = ''
+  answer: (n: number, received: Received) => Answer = () => 200
+  private readonly held: { response: http.ServerResponse; received: Received }[] = []
+
+  private constructor(private readonly server: http.Server) {}
+
+  static async start(port = 0): Promise<Receiver> {
+    const server = http.createServer()
+    const receiver = new Receiver(server)
+    server.on('request', (req, res) => receiver.handle(req, res))
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(port, '127.0.0.1', () => resolve())
+    })
+    return receiver
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hooks/plants`
+  }
+
+  /** Requests this receiver holds without having answered. */
+  get holding(): Received[] {
+    return this.held.filter((h) => !h.response.destroyed).map((h) => h.received)
+  }
+
+  get ids(): string[] {
+    return this.received.map((r) => r.webhookId)
+  }
+
+  /** Distinct webhook-ids answered with a 2xx. */
+  acknowledged(): Set<string> {
+    return new Set(this.received.filter((r) => r.answered && r.answered < 300).map((r) => r.webhookId))
+  }
+
+  /** Answers every request held so far. */
+  release(status = 200): void {
+    for (const { response, received } of this.held.splice(0)) {
+      if (response.destroyed) continue
+      received.answered = status
+      response.writeHead(status).end()
+    }
+  }
+
+  private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const chunks: Buffer[] = []
+    req.on('data', (chunk: Buffer) => chunks.push(chunk))
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8')
+      const header = (name: string) => String(req.headers[name] ?? '')
+      const received: Received = {
+        method: req.method ?? '',
+        webhookId: header('webhook-id'),
+        timestamp: header('webhook-timestamp'),
+        signature: header('webhook-signature'),
+        contentType: header('content-type'),
+        body,
+        verifyError: null,
+      }
+      try {
+        new Webhook(this.secret).verify(
+          body,
+          {
+            'webhook-id': received.webhookId,
+            'webhook-timestamp': received.timestamp,
+            'webhook-signature': received.signature,
+          },
+          { jsonParse: false },
+        )
+      } catch (error) {
+        received.verifyError = error instanceof Error ? error.message : String(error)
+      }
+      this.received.push(received)
+      const answer = this.answer(this.received.length, received)
+      if (answer === 'hold') {
+        this.held.push({ response: res, received })
+        return
+      }
+      received.answered = answer
+      res.writeHead(answer, { 'content-type': 'text/plain' }).end('ok')
+    })
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections()
+    await new Promise<void>((resolve) => this.server.close(() => resolve()))
+  }
+}
+
+export interface DeliveryRow {
+  id: string
+  subscription: string
+  plantId: string
+  status: 'pending' | 'delivered' | 'failed'
+  attempts: number
+  lastStatus: number | null
+  lastError: string | null
+  nextAttempt: string | null
+  created: string
+}
+
+export async function stopService(service: SpawnedService): Promise<void> {
+  if (service.child.exitCode !== null || service.child.signalCode !== null) return
+  service.child.kill('SIGTERM')
+  const stopped = await Promise.race([service.exited.then(() => true), sleep(10_000).then(() => false)])
+  if (!stopped) {
+    service.child.kill('SIGKILL')
+    await service.exited
+  }
+}
+
+/** A fresh store, the service running on it, an API token, and cleanup registered on `t`. */
+export async function setupWebhooks(store: StoreKind, t: TestContext, extra: Record<string, string> = {}) {
+  const env = await serviceEnv(store, { ...FAST, ...extra })
+  const created = await runCli(['tokens', 'create', '--name', 'webhooks-test'], env)
+  assert.equal(created.code, 0, created.stderr)
+  const token = created.stdout.trim()
+  const services: SpawnedService[] = []
+  const receivers: Receiver[] = []
+  const ctx = {
+    env,
+    token,
+    service: undefined as unknown as SpawnedService,
+    async start(): Promise<SpawnedService> {
+      const service = await spawnService(env)
+      services.push(service)
+      ctx.service = service
+      return service
+    },
+    async receiver(port = 0): Promise<Receiver> {
+      const receiver = await Receiver.start(port)
+      receivers.push(receiver)
+      return receiver
+    },
+    /** `webhooks add URL`, as an operator runs it; returns the secret it prints. */
+    async addSubscriber(url: string): Promise<string> {
+      const result = await runCli(['webhooks', 'add', url], env)
+      assert.equal(result.code, 0, result.stderr)
+      const secret = result.stdout.trim()
+      assert.match(secret, /^whsec_[A-Za-z0-9+/]+=*$/)
+      return secret
+    },
+    /** Subscribes the receiver and hands it the secret to verify with. */
+    async subscribe(receiver: Receiver): Promise<void> {
+      receiver.secret = await ctx.addSubscriber(receiver.url)
+    },
+    post(body: string) {
+      return request('POST', `${ctx.service.url}/plants`, { token, body })
+    },
+    async deliveries(...flags: string[]): Promise<DeliveryRow[]> {
+      const result = await runCli(['webhooks', 'deliveries', '--json', ...flags], env)
+      assert.equal(result.code, 0, result.stderr)
+      return JSON.parse(result.stdout) as DeliveryRow[]
+    },
+    output: () => services.map((s) => s.output()).join('\n'),
+  }
+  t.after(async () => {
+    for (const receiver of receivers) receiver.release(503)
+    await Promise.all(services.map(stopService))
+    await Promise.all(receivers.map((r) => r.close()))
+  })
+  return ctx
+}

@@ -1,0 +1,197 @@
+/** Webhook delivery as a subscriber sees it: the signed request, one event per create, retries and the attempt budget. */
+import assert from 'node:assert/strict'
+import { describe, it, type TestContext } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { freePort, runCli, testStores, waitFor } from '../helpers.js'
+import { setupWebhooks } from './webhook-harness.js'
+
+for (const store of testStores()) {
+  describe(`webhooks: delivery (${store})`, () => {
+    const setup = (t: TestContext, extra?: Record<string, string>) => setupWebhooks(store, t, extra)
+
+    it('POSTs the exact NewPlant JSON, signed per Standard Webhooks, with the delivery id as webhook-id', async (t) => {
+      const ctx = await setup(t)
+      const receiver = await ctx.receiver()
+      await ctx.subscribe(receiver)
+      await ctx.start()
+      const body = '{"id":9223372036854775807,"name":"Exact","tag":"int64"}'
+      const created = await ctx.post(body)
+      assert.equal(created.status, 200, created.text)
+
+      await waitFor('the webhook', () => receiver.received.length === 1)
+      const [got] = receiver.received
+      assert.ok(got)
+      assert.equal(got.method, 'POST')
+      assert.equal(got.body, '{"id":9223372036854775807,"name":"Exact","tag":"int64"}')
+      assert.equal(got.verifyError, null)
+      assert.match(got.contentType, /^application\/json/)
+      assert.match(got.signature, /^v1,[A-Za-z0-9+/]+=*$/)
+      assert.ok(Math.abs(Number(got.timestamp) - Date.now() / 1000) < 60, 'timestamp is unix seconds, now')
+
+      const [row] = await waitFor('delivered status', async () => {
+        const rows = await ctx.deliveries()
+        return rows[0]?.status === 'delivered' ? rows : undefined
+      })
+      assert.ok(row)
+      assert.equal(row.id, got.webhookId)
+      assert.equal(row.plantId, '9223372036854775807')
+      assert.equal(row.attempts, 1)
+      assert.equal(row.lastStatus, 200)
+      assert.equal(row.lastError, null)
+      assert.equal(row.nextAttempt, null)
+    })
+
+    it('sends one event per created plant to every subscriber', async (t) => {
+      const ctx = await setup(t)
+      const first = await ctx.receiver()
+      const second = await ctx.receiver()
+      await ctx.subscribe(first)
+      await ctx.subscribe(second)
+      await ctx.start()
+      for (const id of [1, 2, 3]) {
+        const created = await ctx.post(`{"id":${id},"name":"Plant ${id}"}`)
+        assert.equal(created.status, 200, created.text)
+      }
+      await waitFor(
+        'three events at each subscriber',
+        () => first.received.length >= 3 && second.received.length >= 3,
+      )
+      await waitFor('every delivery recorded', async () =>
+        (await ctx.deliveries()).every((row) => row.status === 'delivered'),
+      )
+      for (const receiver of [first, second]) {
+        assert.equal(receiver.received.length, 3)
+        assert.equal(new Set(receiver.ids).size, 3)
+        assert.deepEqual(receiver.received.map((r) => r.body).sort(), [
+          '{"id":1,"name":"Plant 1"}',
+          '{"id":2,"name":"Plant 2"}',
+          '{"id":3,"name":"Plant 3"}',
+        ])
+        assert.ok(receiver.received.every((r) => r.verifyError === null))
+      }
+      // One event per subscriber: each has its own webhook-id.
+      assert.equal(new Set([...first.ids, ...second.ids]).size, 6)
+      assert.equal((await ctx.deliveries()).length, 6)
+    })
+
+    it('sends nothing for an idempotent replay or a conflict', async (t) => {
+      const ctx = await setup(t)
+      const receiver = await ctx.receiver()
+      await ctx.subscribe(receiver)
+      await ctx.start()
+      assert.equal((await ctx.post('{"id":7,"name":"Once"}')).status, 200)
+      await waitFor('the first event', () => receiver.received.length === 1)
+      assert.equal((await ctx.post('{"id":7,"name":"Once"}')).status, 200)
+      assert.equal((await ctx.post('{"id":7,"name":"Other"}')).status, 409)
+      // A later create is delivered; by then an event for the replay would be in the outbox too.
+      assert.equal((await ctx.post('{"id":8,"name":"Sentinel"}')).status, 200)
+      await waitFor('the sentinel event', () => receiver.received.some((r) => r.body.includes('Sentinel')))
+      const rows = await ctx.deliveries()
+      assert.deepEqual(rows.map((row) => row.plantId).sort(), ['7', '8'])
+      await sleep(300)
+      assert.equal(receiver.received.length, 2)
+      assert.deepEqual(receiver.received.map((r) => r.body).sort(), [
+        '{"id":7,"name":"Once"}',
+        '{"id":8,"name":"Sentinel"}',
+      ])
+    })
+
+    it('retries after 500 with the same webhook-id, re-signed, until a 2xx', async (t) => {
+      const ctx = await setup(t)
+      const receiver = await ctx.receiver()
+      receiver.answer = (n) => (n <= 2 ? 500 : 204)
+      await ctx.subscribe(receiver)
+      await ctx.start()
+      assert.equal((await ctx.post('{"id":10,"name":"Retry"}')).status, 200)
+      const [row] = await waitFor('delivered after retries', async () => {
+        const rows = await ctx.deliveries()
+        return rows[0]?.status === 'delivered' ? rows : undefined
+      })
+      assert.ok(row)
+      assert.equal(receiver.received.length, 3)
+      assert.deepEqual(
+        receiver.received.map((r) => r.answered),
+        [500, 500, 204],
+      )
+      assert.deepEqual(new Set(receiver.ids), new Set([row.id]))
+      assert.ok(
+        receiver.received.every((r) => r.verifyError === null && r.body === '{"id":10,"name":"Retry"}'),
+      )
+      assert.equal(row.attempts, 3)
+      assert.equal(row.lastStatus, 204)
+    })
+
+    it('retries while the receiver is down and delivers once it is up', async (t) => {
+      const ctx = await setup(t, { WEBHOOK_MAX_ATTEMPTS: '100' })
+      const port = await freePort()
+      const url = `http://127.0.0.1:${port}/hooks/plants`
+      const secret = await ctx.addSubscriber(url)
+      await ctx.start()
+      assert.equal((await ctx.post('{"id":11,"name":"Down"}')).status, 200)
+      const [failing] = await waitFor('a refused attempt', async () => {
+        const rows = await ctx.deliveries()
+        return (rows[0]?.attempts ?? 0) >= 2 ? rows : undefined
+      })
+      assert.ok(failing)
+      assert.equal(failing.status, 'pending')
+      assert.equal(failing.lastStatus, null)
+      assert.match(failing.lastError ?? '', /ECONNREFUSED/)
+      assert.ok(failing.nextAttempt)
+
+      const receiver = await ctx.receiver(port)
+      receiver.secret = secret
+      await waitFor('delivery once up', () => receiver.acknowledged().size === 1)
+      const [got] = receiver.received
+      assert.equal(got?.webhookId, failing.id)
+      assert.equal(got?.verifyError, null)
+      await waitFor('delivered status', async () => (await ctx.deliveries())[0]?.status === 'delivered')
+    })
+
+    it('marks a delivery failed after the attempt budget and lists it with --failed', async (t) => {
+      const ctx = await setup(t)
+      const receiver = await ctx.receiver()
+      receiver.answer = () => 500
+      await ctx.subscribe(receiver)
+      await ctx.start()
+      assert.equal((await ctx.post('{"id":12,"name":"Doomed"}')).status, 200)
+      assert.equal((await ctx.post('{"id":13,"name":"Also doomed"}')).status, 200)
+      const failed = await waitFor('two failed deliveries', async () => {
+        const rows = await ctx.deliveries('--failed')
+        return rows.length === 2 ? rows : undefined
+      })
+      for (const row of failed) {
+        assert.equal(row.status, 'failed')
+        assert.equal(row.attempts, 3)
+        assert.equal(row.lastStatus, 500)
+        assert.equal(row.lastError, 'HTTP 500')
+        assert.equal(row.nextAttempt, null)
+      }
+      assert.deepEqual(failed.map((row) => row.plantId).sort(), ['12', '13'])
+      await sleep(300)
+      assert.equal(receiver.received.length, 6, 'exactly the budget: 3 attempts each')
+      for (const row of failed) assert.equal(receiver.ids.filter((id) => id === row.id).length, 3)
+
+      const text = await runCli(['webhooks', 'deliveries', '--failed'], ctx.env)
+      assert.equal(text.code, 0, text.stderr)
+      assert.match(text.stdout, /HTTP 500/)
+      for (const row of failed) assert.ok(text.stdout.includes(row.id))
+    })
+
+    it('counts a timeout as a failed attempt', async (t) => {
+      const ctx = await setup(t, { WEBHOOK_TIMEOUT_MS: '200', WEBHOOK_MAX_ATTEMPTS: '2' })
+      const receiver = await ctx.receiver()
+      receiver.answer = () => 'hold'
+      await ctx.subscribe(receiver)
+      await ctx.start()
+      assert.equal((await ctx.post('{"id":14,"name":"Silent receiver"}')).status, 200)
+      const [row] = await waitFor('failed after timeouts', async () => {
+        const rows = await ctx.deliveries('--failed')
+        return rows.length === 1 ? rows : undefined
+      })
+      assert.equal(row?.lastError, 'timeout after 200 ms')
+      assert.equal(row?.lastStatus, null)
+      assert.equal(row?.attempts, 2)
+      assert.equal(receiver.received.length, 2)
+    })
+  })
+}
