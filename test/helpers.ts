@@ -160,6 +160,23 @@ export async function spawnService(
   return { url, child, output: () => output, exited }
 }
 
+/**
+ * SIGTERM, then SIGKILL if the service has not exited within `graceMs`. Resolves with its exit
+ * code, or null when it had to be killed (or died of a signal).
+ */
+export async function stopService(service: SpawnedService, graceMs = 20_000): Promise<number | null> {
+  if (service.child.exitCode !== null || service.child.signalCode !== null) return service.child.exitCode
+  service.child.kill('SIGTERM')
+  const code = await Promise.race([
+    service.exited,
+    sleep(graceMs, undefined, { ref: false }).then(() => 'timeout' as const),
+  ])
+  if (code !== 'timeout') return code
+  service.child.kill('SIGKILL')
+  await service.exited
+  return null
+}
+
 export interface CliResult {
   code: number
   stdout: string
@@ -180,6 +197,13 @@ export function runCli(args: string[], env: Record<string, string>): Promise<Cli
       },
     )
   })
+}
+
+/** A full-scope API token made with the CLI, as an operator makes one. */
+export async function createToken(env: Record<string, string>, name: string): Promise<string> {
+  const created = await runCli(['tokens', 'create', '--name', name], env)
+  if (created.code !== 0) throw new Error(`tokens create exited ${created.code}: ${created.stderr}`)
+  return created.stdout.trim()
 }
 
 export interface ApiResponse {

@@ -1,274 +1,22 @@
+/** Several independent `serve` processes on one PostgreSQL: races on one id, token revocation, webhooks. */
 import assert from 'node:assert/strict'
-import { execFileSync } from 'node:child_process'
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
-import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Webhook } from 'standardwebhooks'
 import {
+  canRunSuite,
+  createToken,
+  postgresHint,
   request,
   runCli,
   type SpawnedService,
   type StoreKind,
   serviceEnv,
   spawnService,
-  testStores,
-  canRunSuite,
-  postgresHint,
+  stopService,
   waitFor,
 } from '../helpers.js'
-
-async function stopService(service: SpawnedService): Promise<number | null> {
-  if (service.child.exitCode !== null || service.child.signalCode !== null) return service.child.exitCode
-  service.child.kill('SIGTERM')
-  const code = await Promise.race([
-    service.exited,
-    sleep(20_000, undefined, { ref: false }).then(() => 'timeout' as const),
-  ])
-  if (code !== 'timeout') return code
-  service.child.kill('SIGKILL')
-  await service.exited
-  return null
-}
-
-async function createToken(env: Record<string, string>, name: string): Promise<string> {
-  const created = await runCli(['tokens', 'create', '--name', name], env)
-  assert.equal(created.code, 0, created.stderr)
-  return created.stdout.trim()
-}
-
-/** The pino request lines (one per response) of a service's output, as JSON. */
-function requestLines(output: string): { pid: number; reqId: string; status: number }[] {
-  const lines: { pid: number; reqId: string; status: number }[] = []
-  for (const line of output.split('\n')) {
-    if (!line.startsWith('{') || !line.includes('"msg":"request"')) continue
-    try {
-      lines.push(JSON.parse(line))
-    } catch {
-      // A line cut by the pipe's chunking; the next read completes it.
-    }
-  }
-  return lines
-}
-
-/** One request on its own TCP connection, so node:cluster's round robin sees a new connection each time. */
-function freshConnectionRequest(
-  url: string,
-  method: string,
-  headers: Record<string, string>,
-  body?: string,
-): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method, headers, agent: false }, (res) => {
-      let text = ''
-      res.setEncoding('utf8')
-      res.on('data', (chunk) => {
-        text += chunk
-      })
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }))
-    })
-    req.on('error', reject)
-    req.end(body)
-  })
-}
-
-/** Direct children of `pid`, from /proc (Linux) or pgrep. */
-function childPids(pid: number): number[] {
-  try {
-    return execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' })
-      .split('\n')
-      .filter(Boolean)
-      .map(Number)
-  } catch {
-    return [] // pgrep exits 1 when nothing matches
-  }
-}
-
-for (const store of testStores()) {
-  describe(`serve --workers 2 (${store})`, () => {
-    it('forks two workers that share the port, replaces one that dies, and drains on SIGTERM', async () => {
-      const env = await serviceEnv(store)
-      const token = await createToken(env, 'workers')
-      const service = await spawnService(env, ['--workers', '2'])
-      try {
-        await waitFor('the cluster to be ready', () => /cluster ready/.test(service.output()))
-        const primary = service.child.pid as number
-        const workers = childPids(primary)
-        assert.equal(workers.length, 2, `expected 2 worker processes, found ${workers.join(', ')}`)
-
-        // Writes and reads, each on a new connection; both processes write the one store.
-        const ids = Array.from({ length: 24 }, (_, i) => 9007199254740993n + BigInt(i))
-        for (const id of ids) {
-          const created = await freshConnectionRequest(
-            `${service.url}/plants`,
-            'POST',
-            {
-              authorization: `Bearer ${token}`,
-              'content-type': 'application/json',
-              'x-request-id': `w2-post-${id}`,
-            },
-            `{"id":${id},"name":"worker ${id}"}`,
-          )
-          assert.equal(created.status, 200, created.text)
-        }
-        for (const id of ids) {
-          const read = await freshConnectionRequest(`${service.url}/plants/${id}`, 'GET', {
-            authorization: `Bearer ${token}`,
-            'x-request-id': `w2-get-${id}`,
-          })
-          assert.equal(read.status, 200, read.text)
-          assert.equal(read.text, `{"id":${id},"name":"worker ${id}"}`)
-        }
-        const served = await waitFor('the request log lines', () => {
-          const lines = requestLines(service.output()).filter((line) => line.reqId?.startsWith('w2-'))
-          return lines.length === ids.length * 2 ? lines : undefined
-        })
-        const pids = new Set(served.map((line) => line.pid))
-        assert.ok(pids.size >= 2, `only pid ${[...pids].join(', ')} served; expected both workers`)
-        for (const pid of pids) assert.ok(workers.includes(pid), `pid ${pid} is not a worker of ${primary}`)
-
-        // A worker that dies is replaced; the port keeps answering meanwhile.
-        const victim = workers[0] as number
-        process.kill(victim, 'SIGKILL')
-        await waitFor('a replacement worker', () => {
-          const now = childPids(primary)
-          return now.length === 2 && !now.includes(victim)
-        })
-        await waitFor('the replacement to listen', () => {
-          const listening = service.output().match(/"msg":"worker listening"/g) ?? []
-          return listening.length >= 3
-        })
-        assert.match(service.output(), /"msg":"worker died; replacing it"/)
-        for (let i = 0; i < 6; i++) {
-          const read = await freshConnectionRequest(`${service.url}/plants/${ids[0]}`, 'GET', {
-            authorization: `Bearer ${token}`,
-          })
-          assert.equal(read.status, 200)
-        }
-
-        const remaining = childPids(primary)
-        service.child.kill('SIGTERM')
-        assert.equal(await service.exited, 0, service.output())
-        assert.match(service.output(), /"msg":"all workers stopped"/)
-        for (const pid of remaining) {
-          assert.throws(() => process.kill(pid, 0), 'a worker outlived the primary')
-        }
-      } finally {
-        await stopService(service)
-      }
-    })
-
-    if (store === 'sqlite') {
-      it('exits 1 with one line when the workers could not listen (the port is taken)', async () => {
-        const blocker = http.createServer()
-        await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', () => resolve()))
-        try {
-          const env = await serviceEnv(store, {
-            PORT: String((blocker.address() as AddressInfo).port),
-            LOG_LEVEL: 'info',
-          })
-          const result = await runCli(['serve', '--workers', '2'], env)
-          assert.equal(result.code, 1, `${result.stdout}\n${result.stderr}`)
-          // Said once, by the primary, before any worker is forked (each worker said it before).
-          assert.equal(result.stderr.match(/cannot listen on 127\.0\.0\.1:\d+/g)?.length, 1, result.stderr)
-          assert.doesNotMatch(result.stdout, /starting 2 workers/)
-        } finally {
-          blocker.close()
-        }
-      })
-
-      it('rejects a --workers value that is not a count or "auto"', async () => {
-        const env = await serviceEnv(store)
-        const result = await runCli(['serve', '--workers', 'many'], env)
-        assert.equal(result.code, 2)
-        assert.match(result.stderr, /--workers must be a whole number from 1 to 256 or "auto"/)
-      })
-    }
-  })
-}
-
-// ---------------------------------------------------------------------------------------------
-// Several independent `serve` processes on one PostgreSQL.
-
-interface Received {
-  webhookId: string
-  body: string
-  verified: boolean
-  /** Undefined while held. */
-  answered?: number
-  remotePort: number
-}
-
-/** A webhook subscriber that records every request and answers as `decide` says (or holds it). */
-class Receiver {
-  readonly received: Received[] = []
-  secret = ''
-  decide: (received: Received) => number | 'hold' = () => 200
-  private readonly held: { response: http.ServerResponse; received: Received }[] = []
-  private readonly server = http.createServer((req, res) => {
-    const chunks: Buffer[] = []
-    req.on('data', (chunk: Buffer) => chunks.push(chunk))
-    req.on('end', () => {
-      const body = Buffer.concat(chunks).toString('utf8')
-      const webhookId = String(req.headers['webhook-id'] ?? '')
-      let verified = true
-      try {
-        new Webhook(this.secret).verify(
-          body,
-          {
-            'webhook-id': webhookId,
-            'webhook-timestamp': String(req.headers['webhook-timestamp'] ?? ''),
-            'webhook-signature': String(req.headers['webhook-signature'] ?? ''),
-          },
-          { jsonParse: false },
-        )
-      } catch {
-        verified = false
-      }
-      const received: Received = { webhookId, body, verified, remotePort: req.socket.remotePort ?? 0 }
-      this.received.push(received)
-      const answer = this.decide(received)
-      if (answer === 'hold') {
-        this.held.push({ response: res, received })
-        return
-      }
-      received.answered = answer
-      res.writeHead(answer).end()
-    })
-  })
-
-  async start(): Promise<void> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', () => resolve()))
-  }
-
-  get port(): number {
-    return (this.server.address() as AddressInfo).port
-  }
-
-  get url(): string {
-    return `http://127.0.0.1:${this.port}/hooks/plants`
-  }
-
-  holding(): Received[] {
-    return this.held
-      .filter((h) => !h.response.destroyed && h.received.answered === undefined)
-      .map((h) => h.received)
-  }
-
-  /** Distinct webhook-ids answered 2xx. */
-  acknowledged(): Map<string, Received> {
-    const map = new Map<string, Received>()
-    for (const r of this.received) if (r.answered !== undefined && r.answered < 300) map.set(r.webhookId, r)
-    return map
-  }
-
-  async close(): Promise<void> {
-    for (const { response } of this.held.splice(0)) if (!response.destroyed) response.writeHead(503).end()
-    this.server.closeAllConnections()
-    await new Promise<void>((resolve) => this.server.close(() => resolve()))
-  }
-}
+import { Receiver } from './webhook-harness.js'
 
 /**
  * Whether the TCP connection whose client end is `clientPort` (and server end `serverPort`) belongs to
@@ -325,9 +73,8 @@ if (
 
     /** A receiver, started and subscribed through the CLI, that knows its signing secret. */
     async function subscribedReceiver(): Promise<Receiver> {
-      const receiver = new Receiver()
+      const receiver = await Receiver.start()
       receivers.push(receiver)
-      await receiver.start()
       const added = await runCli(['webhooks', 'add', receiver.url], env)
       assert.equal(added.code, 0, added.stderr)
       receiver.secret = added.stdout.trim()
@@ -485,7 +232,7 @@ if (
       assert.deepEqual(repeated, [], 'no webhook-id was delivered twice')
       assert.equal(receiver.received.length, ids.length)
       assert.ok(
-        receiver.received.every((r) => r.verified),
+        receiver.received.every((r) => r.verifyError === null),
         'every request carries a valid signature',
       )
       assert.deepEqual(
@@ -517,13 +264,13 @@ if (
       instances.push(doomed)
       const doomedPid = doomed.child.pid as number
       let killed = false
-      receiver.decide = (r) =>
+      receiver.answer = (_n, r) =>
         !killed && connectionOwnedBy(doomedPid, r.remotePort, receiver.port) ? 'hold' : 200
 
       // Create plants through all four until the doomed instance has claimed and is sending some.
       const created: number[] = []
       const deadline = Date.now() + 20_000
-      while (receiver.holding().length === 0) {
+      while (receiver.holding.length === 0) {
         assert.ok(Date.now() < deadline, 'the doomed instance never claimed a delivery')
         const id = 80_000 + created.length
         // Round robin over all four instances (the doomed one is the fourth).
@@ -560,7 +307,7 @@ if (
         assert.ok(redelivery, `event ${id} was held by the killed instance and never delivered elsewhere`)
         assert.ok(!connectionOwnedBy(doomedPid, redelivery.remotePort, receiver.port))
       }
-      assert.ok(receiver.received.every((r) => r.verified))
+      assert.ok(receiver.received.every((r) => r.verifyError === null))
       t.diagnostic(
         `the killed instance held ${heldByDoomed.length} sends; ${created.length} events, all acknowledged`,
       )

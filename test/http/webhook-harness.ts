@@ -6,9 +6,17 @@ import assert from 'node:assert/strict'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { TestContext } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { Webhook } from 'standardwebhooks'
-import { request, runCli, type SpawnedService, serviceEnv, spawnService, type StoreKind } from '../helpers.js'
+import {
+  createToken,
+  request,
+  runCli,
+  type SpawnedService,
+  serviceEnv,
+  spawnService,
+  type StoreKind,
+  stopService,
+} from '../helpers.js'
 
 export const FAST: Record<string, string> = {
   LOG_LEVEL: 'info',
@@ -31,6 +39,8 @@ export interface Received {
   verifyError: string | null
   /** What the receiver answered; undefined while it holds the request. */
   answered?: number
+  /** The sender's end of the connection, to tell which process sent it. */
+  remotePort: number
 }
 
 export type Answer = number | 'hold'
@@ -58,8 +68,12 @@ export class Receiver {
     return receiver
   }
 
+  get port(): number {
+    return (this.server.address() as AddressInfo).port
+  }
+
   get url(): string {
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hooks/plants`
+    return `http://127.0.0.1:${this.port}/hooks/plants`
   }
 
   /** Requests this receiver holds without having answered. */
@@ -71,9 +85,11 @@ export class Receiver {
     return this.received.map((r) => r.webhookId)
   }
 
-  /** Distinct webhook-ids answered with a 2xx. */
-  acknowledged(): Set<string> {
-    return new Set(this.received.filter((r) => r.answered && r.answered < 300).map((r) => r.webhookId))
+  /** Distinct webhook-ids answered with a 2xx, each with the request answered so. */
+  acknowledged(): Map<string, Received> {
+    const acknowledged = new Map<string, Received>()
+    for (const r of this.received) if (r.answered && r.answered < 300) acknowledged.set(r.webhookId, r)
+    return acknowledged
   }
 
   /** Answers every request held so far. */
@@ -99,6 +115,7 @@ export class Receiver {
         contentType: header('content-type'),
         body,
         verifyError: null,
+        remotePort: req.socket.remotePort ?? 0,
       }
       try {
         new Webhook(this.secret).verify(
@@ -124,7 +141,9 @@ export class Receiver {
     })
   }
 
+  /** Answers what it still holds with 503, then stops. */
   async close(): Promise<void> {
+    this.release(503)
     this.server.closeAllConnections()
     await new Promise<void>((resolve) => this.server.close(() => resolve()))
   }
@@ -142,22 +161,10 @@ export interface DeliveryRow {
   created: string
 }
 
-export async function stopService(service: SpawnedService): Promise<void> {
-  if (service.child.exitCode !== null || service.child.signalCode !== null) return
-  service.child.kill('SIGTERM')
-  const stopped = await Promise.race([service.exited.then(() => true), sleep(10_000).then(() => false)])
-  if (!stopped) {
-    service.child.kill('SIGKILL')
-    await service.exited
-  }
-}
-
 /** A fresh store, the service running on it, an API token, and cleanup registered on `t`. */
 export async function setupWebhooks(store: StoreKind, t: TestContext, extra: Record<string, string> = {}) {
   const env = await serviceEnv(store, { ...FAST, ...extra })
-  const created = await runCli(['tokens', 'create', '--name', 'webhooks-test'], env)
-  assert.equal(created.code, 0, created.stderr)
-  const token = created.stdout.trim()
+  const token = await createToken(env, 'webhooks-test')
   const services: SpawnedService[] = []
   const receivers: Receiver[] = []
   const ctx = {

@@ -1,8 +1,8 @@
 /** Webhook delivery under trouble: slow and hanging subscribers, kill -9, SIGTERM and restarts. */
 import assert from 'node:assert/strict'
 import { describe, it, type TestContext } from 'node:test'
-import { testStores, waitFor } from '../helpers.js'
-import { setupWebhooks, stopService } from './webhook-harness.js'
+import { stopService, testStores, waitFor } from '../helpers.js'
+import { setupWebhooks } from './webhook-harness.js'
 
 for (const store of testStores()) {
   describe(`webhooks: resilience (${store})`, () => {
@@ -90,7 +90,7 @@ for (const store of testStores()) {
         const list = await ctx.deliveries()
         return list.length === 4 && list.every((row) => row.status === 'delivered') ? list : undefined
       })
-      assert.deepEqual(new Set(rows.map((row) => row.id)), acknowledged)
+      assert.deepEqual(new Set(rows.map((row) => row.id)), new Set(acknowledged.keys()))
       assert.deepEqual(rows.map((row) => row.plantId).sort(), ['31', '32', '33', '34'])
     })
 

@@ -1,0 +1,165 @@
+/** `serve --workers N`: node:cluster workers sharing one port, replaced when they die, drained on SIGTERM. */
+import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { describe, it } from 'node:test'
+import {
+  createToken,
+  runCli,
+  serviceEnv,
+  spawnService,
+  stopService,
+  testStores,
+  waitFor,
+} from '../helpers.js'
+
+/** The pino request lines (one per response) of a service's output, as JSON. */
+function requestLines(output: string): { pid: number; reqId: string; status: number }[] {
+  const lines: { pid: number; reqId: string; status: number }[] = []
+  for (const line of output.split('\n')) {
+    if (!line.startsWith('{') || !line.includes('"msg":"request"')) continue
+    try {
+      lines.push(JSON.parse(line))
+    } catch {
+      // A line cut by the pipe's chunking; the next read completes it.
+    }
+  }
+  return lines
+}
+
+/** One request on its own TCP connection, so node:cluster's round robin sees a new connection each time. */
+function freshConnectionRequest(
+  url: string,
+  method: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method, headers, agent: false }, (res) => {
+      let text = ''
+      res.setEncoding('utf8')
+      res.on('data', (chunk) => {
+        text += chunk
+      })
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }))
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+/** Direct children of `pid`, from /proc (Linux) or pgrep. */
+function childPids(pid: number): number[] {
+  try {
+    return execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean)
+      .map(Number)
+  } catch {
+    return [] // pgrep exits 1 when nothing matches
+  }
+}
+
+for (const store of testStores()) {
+  describe(`serve --workers 2 (${store})`, () => {
+    it('forks two workers that share the port, replaces one that dies, and drains on SIGTERM', async () => {
+      const env = await serviceEnv(store)
+      const token = await createToken(env, 'workers')
+      const service = await spawnService(env, ['--workers', '2'])
+      try {
+        await waitFor('the cluster to be ready', () => /cluster ready/.test(service.output()))
+        const primary = service.child.pid as number
+        const workers = childPids(primary)
+        assert.equal(workers.length, 2, `expected 2 worker processes, found ${workers.join(', ')}`)
+
+        // Writes and reads, each on a new connection; both processes write the one store.
+        const ids = Array.from({ length: 24 }, (_, i) => 9007199254740993n + BigInt(i))
+        for (const id of ids) {
+          const created = await freshConnectionRequest(
+            `${service.url}/plants`,
+            'POST',
+            {
+              authorization: `Bearer ${token}`,
+              'content-type': 'application/json',
+              'x-request-id': `w2-post-${id}`,
+            },
+            `{"id":${id},"name":"worker ${id}"}`,
+          )
+          assert.equal(created.status, 200, created.text)
+        }
+        for (const id of ids) {
+          const read = await freshConnectionRequest(`${service.url}/plants/${id}`, 'GET', {
+            authorization: `Bearer ${token}`,
+            'x-request-id': `w2-get-${id}`,
+          })
+          assert.equal(read.status, 200, read.text)
+          assert.equal(read.text, `{"id":${id},"name":"worker ${id}"}`)
+        }
+        const served = await waitFor('the request log lines', () => {
+          const lines = requestLines(service.output()).filter((line) => line.reqId?.startsWith('w2-'))
+          return lines.length === ids.length * 2 ? lines : undefined
+        })
+        const pids = new Set(served.map((line) => line.pid))
+        assert.ok(pids.size >= 2, `only pid ${[...pids].join(', ')} served; expected both workers`)
+        for (const pid of pids) assert.ok(workers.includes(pid), `pid ${pid} is not a worker of ${primary}`)
+
+        // A worker that dies is replaced; the port keeps answering meanwhile.
+        const victim = workers[0] as number
+        process.kill(victim, 'SIGKILL')
+        await waitFor('a replacement worker', () => {
+          const now = childPids(primary)
+          return now.length === 2 && !now.includes(victim)
+        })
+        await waitFor('the replacement to listen', () => {
+          const listening = service.output().match(/"msg":"worker listening"/g) ?? []
+          return listening.length >= 3
+        })
+        assert.match(service.output(), /"msg":"worker died; replacing it"/)
+        for (let i = 0; i < 6; i++) {
+          const read = await freshConnectionRequest(`${service.url}/plants/${ids[0]}`, 'GET', {
+            authorization: `Bearer ${token}`,
+          })
+          assert.equal(read.status, 200)
+        }
+
+        const remaining = childPids(primary)
+        service.child.kill('SIGTERM')
+        assert.equal(await service.exited, 0, service.output())
+        assert.match(service.output(), /"msg":"all workers stopped"/)
+        for (const pid of remaining) {
+          assert.throws(() => process.kill(pid, 0), 'a worker outlived the primary')
+        }
+      } finally {
+        await stopService(service)
+      }
+    })
+
+    if (store === 'sqlite') {
+      it('exits 1 with one line when the workers could not listen (the port is taken)', async () => {
+        const blocker = http.createServer()
+        await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', () => resolve()))
+        try {
+          const env = await serviceEnv(store, {
+            PORT: String((blocker.address() as AddressInfo).port),
+            LOG_LEVEL: 'info',
+          })
+          const result = await runCli(['serve', '--workers', '2'], env)
+          assert.equal(result.code, 1, `${result.stdout}\n${result.stderr}`)
+          // Said once, by the primary, before any worker is forked (each worker said it before).
+          assert.equal(result.stderr.match(/cannot listen on 127\.0\.0\.1:\d+/g)?.length, 1, result.stderr)
+          assert.doesNotMatch(result.stdout, /starting 2 workers/)
+        } finally {
+          blocker.close()
+        }
+      })
+
+      it('rejects a --workers value that is not a count or "auto"', async () => {
+        const env = await serviceEnv(store)
+        const result = await runCli(['serve', '--workers', 'many'], env)
+        assert.equal(result.code, 2)
+        assert.match(result.stderr, /--workers must be a whole number from 1 to 256 or "auto"/)
+      })
+    }
+  })
+}
