@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict'
 import { type ChildProcess, execFile, type SpawnOptions, spawn } from 'node:child_process'
 import { appendFileSync, mkdirSync, mkdtempSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
@@ -202,7 +203,7 @@ export function runCli(args: string[], env: Record<string, string>): Promise<Cli
 /** A full-scope API token made with the CLI, as an operator makes one. */
 export async function createToken(env: Record<string, string>, name: string): Promise<string> {
   const created = await runCli(['tokens', 'create', '--name', name], env)
-  if (created.code !== 0) throw new Error(`tokens create exited ${created.code}: ${created.stderr}`)
+  assert.equal(created.code, 0, created.stderr)
   return created.stdout.trim()
 }
 

@@ -2,7 +2,8 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { runLoad } from './load.mjs'
-import { cpuSeconds, freePort, startNode, stopProcess, waitFor200 } from './proc.mjs'
+import { cpuSeconds, stopProcess } from './proc.mjs'
+import { spawnService } from './servers.mjs'
 import { ROOT } from './stores.mjs'
 
 const SPECIAL = new Set(['(idle)', '(program)', '(garbage collector)', '(root)'])
@@ -119,17 +120,14 @@ export async function recordProfiles({
     // One directory per scenario: Node writes one profile per thread (main, and any worker).
     const dir = path.join(profDir, scenario)
     fs.mkdirSync(dir, { recursive: true })
-    const port = await freePort()
-    const proc = startNode({
+    const { proc, url } = await spawnService({
+      config,
       name: `profile-${scenario}`,
-      args: [cli, 'serve'],
+      cli,
       nodeArgs: [...nodeArgs, '--cpu-prof', '--cpu-prof-dir', dir],
-      env: { ...config.env, PORT: String(port) },
-      logFile: path.join(logDir, `profile-${scenario}.log`),
+      logDir,
       cpu,
     })
-    const url = `http://127.0.0.1:${port}`
-    await waitFor200(proc, url, '/readyz', 30_000)
     const common = {
       url,
       scenario,

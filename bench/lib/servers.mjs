@@ -19,7 +19,8 @@ export async function startYardstick({ id, script, token, readMax, logDir, cpu }
   return { id, proc, url, token, readMax, startupMs }
 }
 
-async function spawnService({ config, name, cli, nodeArgs, logDir, cpu }) {
+/** One start of `cli serve` on `config`'s store, on a free port; times spawn to /healthz and /readyz. */
+export async function spawnService({ config, name, cli, nodeArgs, logDir, cpu }) {
   const port = await freePort()
   const proc = startNode({
     name,

@@ -6,13 +6,16 @@ import os from 'node:os'
 import path from 'node:path'
 import { after, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { cliPath, freePort, request, runCli, serviceEnv, spawnService, testStores } from '../helpers.js'
-
-async function tokenFor(env: Record<string, string>): Promise<string> {
-  const created = await runCli(['tokens', 'create', '--name', 'lifecycle'], env)
-  assert.equal(created.code, 0, created.stderr)
-  return created.stdout.trim()
-}
+import {
+  cliPath,
+  createToken,
+  freePort,
+  request,
+  runCli,
+  serviceEnv,
+  spawnService,
+  testStores,
+} from '../helpers.js'
 
 /**
  * A POST /plants whose body is only partly sent, so it is in flight when a signal lands; `rest` is
@@ -39,7 +42,7 @@ for (const store of testStores()) {
     for (const extra of variants) {
       it(`keeps every acknowledged plant across kill -9 ${JSON.stringify(extra)}`, async () => {
         const env = await serviceEnv(store, extra)
-        const token = await tokenFor(env)
+        const token = await createToken(env, 'lifecycle')
         const first = await spawnService(env)
         assert.doesNotMatch(first.output(), /not coalesced/, 'the build made the VFS, and it loaded')
         // Ids far apart land on different pages of the table and of the tag index.
@@ -77,7 +80,7 @@ for (const store of testStores()) {
 
     it('on SIGTERM finishes the request in flight, serves one pipelined behind it, refuses new connections, exits 0', async () => {
       const env = await serviceEnv(store)
-      const token = await tokenFor(env)
+      const token = await createToken(env, 'lifecycle')
       const service = await spawnService(env)
       await request('POST', `${service.url}/plants`, { token, body: { id: 76, name: 'before' } })
       // A request whose body is still arriving when the signal lands.
@@ -110,7 +113,7 @@ for (const store of testStores()) {
 
     it('on SIGTERM tells a request in flight to close its connection, so the client does not reuse it', async () => {
       const env = await serviceEnv(store)
-      const token = await tokenFor(env)
+      const token = await createToken(env, 'lifecycle')
       const service = await spawnService(env)
       const { socket, rest, reply } = await postInFlight(service.url, token, '{"id":78,"name":"last one"}')
       await sleep(200)
@@ -265,7 +268,7 @@ for (const store of testStores()) {
 
     it('logs one JSON line per request with id, method, route, status and duration, never the token', async () => {
       const env = await serviceEnv(store)
-      const token = await tokenFor(env)
+      const token = await createToken(env, 'lifecycle')
       const service = await spawnService(env)
       await request('GET', `${service.url}/plants/123`, { token, headers: { 'x-request-id': 'log-check-1' } })
       service.child.kill('SIGTERM')
@@ -291,7 +294,7 @@ describe('the built service (dist/bundle)', () => {
   // missing, checkpoints would fail silently and the WAL would only grow.
   it('copies the WAL into the database file from its checkpointer thread', async () => {
     const env = await serviceEnv('sqlite')
-    const token = await tokenFor(env)
+    const token = await createToken(env, 'lifecycle')
     const service = await spawnService(env)
     try {
       const database = env.PLANT_STORE_DB as string

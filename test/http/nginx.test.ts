@@ -7,10 +7,10 @@ import { describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import {
   canRunSuite,
+  createToken,
   freePort,
   projectRoot,
   request,
-  runCli,
   serviceEnv,
   tempDir,
   testStores,
@@ -148,9 +148,7 @@ if (
     describe(`three instances behind nginx (${store}, scripts/nginx-demo.sh with deploy/nginx.conf)`, () => {
       it('spreads requests over the instances, passes X-Request-Id and errors through, and fails over', async () => {
         const env = await serviceEnv(store)
-        const created = await runCli(['tokens', 'create', '--name', 'nginx'], env)
-        assert.equal(created.code, 0, created.stderr)
-        const token = created.stdout.trim()
+        const token = await createToken(env, 'nginx')
         const demo = await startDemo(env)
         try {
           const { url, dir } = demo

@@ -8,6 +8,7 @@ import postgres from 'postgres'
 import { generateTokenSecret } from '../../src/auth/token-format.js'
 import {
   type ApiResponse,
+  createToken,
   projectRoot,
   request,
   runCli,
@@ -76,9 +77,7 @@ if (
       assert.match(url, /^postgres:\/\//)
       // A short statement timeout and pool, as a small production instance would have.
       env = { DATABASE_URL: url, PORT: '0', LOG_LEVEL: 'silent', DB_POOL_SIZE: '4', WEBHOOK_POLL_MS: '200' }
-      const created = await runCli(['tokens', 'create', '--name', 'outage'], env)
-      assert.equal(created.code, 0, created.stderr)
-      token = created.stdout.trim()
+      token = await createToken(env, 'outage')
     })
 
     after(async () => {

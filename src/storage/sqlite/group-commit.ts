@@ -136,7 +136,8 @@ export class GroupCommitWriter {
     }
     if (options.synchronous === 'full') this.walFd = openWal(db, options.path)
     // Its thread starts with the first checkpoint, not here: loading it beside the service's own
-    // start made start to ready 100-150 ms longer on one core (docs/performance-history.md, fourth round).
+    // start made start to ready 100-150 ms longer on one core (docs/performance-history.md,
+    // fourth round).
     this.checkpointer = new Checkpointer({ path: options.path, synchronous: options.synchronous })
   }
 
