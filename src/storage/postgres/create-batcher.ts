@@ -1,4 +1,5 @@
 import type { CreateOutcome, Plant } from '../storage.js'
+import { LoadMeter } from './load-meter.js'
 
 export interface CreateRequest {
   plant: Plant
@@ -14,8 +15,8 @@ interface Waiting extends CreateRequest {
  * Group commit for PostgreSQL: creates that arrive together go to the server as one statement,
  * hence one transaction, one round trip and one WAL flush, and every one of them is answered
  * only once that statement has committed (or fails with it). At most `maxInFlight` batch
- * statements run at once; creates arriving meanwhile queue up and form the next batch, so the
- * busier the service, the larger the batches.
+ * statements run at once (one while the process is busy: see `limit`); creates arriving meanwhile
+ * queue up and form the next batch, so the busier the service, the larger the batches.
  *
  * An id is in at most one running batch, once. A repeat waits until the batch holding the first
  * one has finished, and then meets its row, exactly as if it had arrived after it.
@@ -25,12 +26,23 @@ export class CreateBatcher {
   private scheduled = false
   private inFlight = 0
   private readonly idsInFlight = new Set<bigint>()
+  private readonly loadMeter = new LoadMeter()
 
   constructor(
     private readonly runBatch: (batch: CreateRequest[]) => Promise<CreateOutcome[]>,
     private readonly maxInFlight: number,
     private readonly maxBatch: number,
   ) {}
+
+  /**
+   * More than one batch in flight only hides the round trip while this process waits for the
+   * database. When its own CPU is the limit (the event loop busy, or sharing a core with the
+   * database), a second batch only splits the same creates into more, smaller statements, each
+   * with its own planning, commit and round-trip costs; so then one runs at a time.
+   */
+  private limit(): number {
+    return this.loadMeter.busy() ? 1 : this.maxInFlight
+  }
 
   submit(plant: Plant, payload: string): Promise<CreateOutcome> {
     return new Promise((resolve, reject) => {
@@ -41,14 +53,14 @@ export class CreateBatcher {
 
   // On the next turn of the event loop, so that the creates of this one travel together.
   private schedule(): void {
-    if (this.scheduled || this.inFlight >= this.maxInFlight || this.queue.length === 0) return
+    if (this.scheduled || this.inFlight >= this.limit() || this.queue.length === 0) return
     this.scheduled = true
     setImmediate(() => this.flush())
   }
 
   private flush(): void {
     this.scheduled = false
-    while (this.queue.length > 0 && this.inFlight < this.maxInFlight) {
+    while (this.queue.length > 0 && this.inFlight < this.limit()) {
       const batch = this.take()
       // Everything queued repeats an id still running; its batch's end schedules the next flush.
       if (batch.length === 0) return

@@ -25,8 +25,9 @@ export { createPostgresClient, isUnavailableError, type PostgresOptions } from '
 export { migratePostgres } from './migrations.js'
 
 /**
- * Create batches one instance runs at once, and creates per batch. Two keep the server busy (one
- * committing while the next is sent) and leave the rest of the pool to reads and webhooks.
+ * Create batches one instance runs at once, and creates per batch. Two keep a remote server busy
+ * (one committing while the next is sent) and leave the rest of the pool to reads and webhooks;
+ * the batcher runs one at a time while the event loop is saturated (see CreateBatcher.limit).
  */
 const MAX_BATCHES_IN_FLIGHT = 2
 const MAX_BATCH = 256

@@ -1,0 +1,91 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { CreateBatcher, type CreateRequest } from '../../src/storage/postgres/create-batcher.js'
+import type { CreateOutcome } from '../../src/storage/storage.js'
+
+/** Keeps the event loop busy for `ms`, as a saturated service would. */
+function spin(ms: number): void {
+  const until = performance.now() + ms
+  while (performance.now() < until) {
+    // busy on purpose
+  }
+}
+
+/** A batch runner that holds every batch until released, and records how many ran at once. */
+function heldRunner() {
+  const held: (() => void)[] = []
+  const batches: CreateRequest[][] = []
+  let running = 0
+  let mostAtOnce = 0
+  const run = (batch: CreateRequest[]) =>
+    new Promise<CreateOutcome[]>((resolve) => {
+      batches.push(batch)
+      mostAtOnce = Math.max(mostAtOnce, ++running)
+      held.push(() => {
+        running--
+        resolve(batch.map(() => ({ kind: 'created' })))
+      })
+    })
+  return {
+    run,
+    batches,
+    mostAtOnce: () => mostAtOnce,
+    resetCount: () => {
+      mostAtOnce = running
+    },
+    releaseAll: () => held.splice(0).forEach((release) => release()),
+  }
+}
+
+const plant = (id: number) => ({ id: BigInt(id), name: `plant ${id}` })
+
+/** Submits one create, then another on a later turn of the event loop, and settles everything. */
+async function twoTurns(batcher: CreateBatcher, runner: ReturnType<typeof heldRunner>) {
+  const first = batcher.submit(plant(1), '{}')
+  await new Promise((resolve) => setImmediate(resolve))
+  await new Promise((resolve) => setImmediate(resolve))
+  const second = batcher.submit(plant(2), '{}')
+  await new Promise((resolve) => setImmediate(resolve))
+  await new Promise((resolve) => setImmediate(resolve))
+  const atOnce = runner.mostAtOnce()
+  runner.resetCount()
+  while ((await Promise.race([Promise.all([first, second]), sleep(5).then(() => 'pending')])) === 'pending') {
+    runner.releaseAll()
+  }
+  return { atOnce, outcomes: await Promise.all([first, second]) }
+}
+
+describe('PostgreSQL create batcher', () => {
+  it('sends a second batch while the first runs when the event loop has been mostly idle', async () => {
+    const runner = heldRunner()
+    const batcher = new CreateBatcher(runner.run, 2, 256)
+    await sleep(150)
+    const { atOnce, outcomes } = await twoTurns(batcher, runner)
+    assert.equal(atOnce, 2, 'both batches ran at once')
+    assert.deepEqual(outcomes, [{ kind: 'created' }, { kind: 'created' }])
+    assert.equal(runner.batches.length, 2)
+  })
+
+  it('runs one batch at a time when the event loop has been saturated, and the waiting creates form the next', async () => {
+    const runner = heldRunner()
+    const batcher = new CreateBatcher(runner.run, 2, 256)
+    spin(150)
+    const { atOnce, outcomes } = await twoTurns(batcher, runner)
+    assert.equal(atOnce, 1, 'the second batch waited for the first')
+    assert.deepEqual(outcomes, [{ kind: 'created' }, { kind: 'created' }])
+    assert.deepEqual(
+      runner.batches.map((batch) => batch.map((request) => request.plant.id)),
+      [[1n], [2n]],
+    )
+  })
+
+  it('goes back to two batches at once when the load is gone', async () => {
+    const runner = heldRunner()
+    const batcher = new CreateBatcher(runner.run, 2, 256)
+    spin(150)
+    assert.equal((await twoTurns(batcher, runner)).atOnce, 1)
+    await sleep(150)
+    assert.equal((await twoTurns(batcher, runner)).atOnce, 2)
+  })
+})
