@@ -100,6 +100,8 @@ export function summarize(results) {
 }
 
 const verdict = (ok) => (ok === undefined ? 'not measured' : ok ? 'met' : '**NOT met**')
+/** Values judged against a threshold get a third decimal, so that 0.847 does not read 0.85. */
+const judged = (value) => fixed(value, 3)
 
 /** The issue's targets, each with the measured value and whether it is met. */
 export function evaluateTargets(results, rows) {
@@ -110,9 +112,7 @@ export function evaluateTargets(results, rows) {
     targets.push({
       name,
       threshold: `>= ${threshold}x`,
-      measured: r
-        ? `${fixed(r.ratio, 2)}x (rounds: ${r.rounds.map((x) => fixed(x.ratio, 2)).join(', ')})`
-        : '–',
+      measured: r ? `${judged(r.ratio)}x (rounds: ${r.rounds.map((x) => judged(x.ratio)).join(', ')})` : '–',
       met: r ? r.ratio >= threshold : undefined,
     })
   }
@@ -142,7 +142,7 @@ export function evaluateTargets(results, rows) {
         })
         .filter(Number.isFinite)
       const value = median(perRound)
-      measured = `${fixed(value, 2)}x at ${formatCount(big.plants)} plants (rounds: ${perRound.map((v) => fixed(v, 2)).join(', ')})`
+      measured = `${judged(value)}x at ${formatCount(big.plants)} plants (rounds: ${perRound.map(judged).join(', ')})`
       met = value >= 0.85
     }
     targets.push({
@@ -159,7 +159,7 @@ export function evaluateTargets(results, rows) {
       name: `p99 latency of ${scenario} at ${results.options.connections} connections, SQLite, vs baseline p99 in the same round`,
       threshold: '<= 2x',
       measured: r
-        ? `${fixed(r.p99Ratio, 2)}x (service ${ms(r.serviceP99)} ms vs baseline ${ms(r.baselineP99)} ms, medians)`
+        ? `${judged(r.p99Ratio)}x (service ${ms(r.serviceP99)} ms vs baseline ${ms(r.baselineP99)} ms, medians)`
         : '–',
       met: r ? r.p99Ratio <= 2 : undefined,
     })
