@@ -50,6 +50,7 @@ async function twoTurns(batcher: CreateBatcher, runner: ReturnType<typeof heldRu
   await new Promise((resolve) => setImmediate(resolve))
   const atOnce = runner.mostAtOnce()
   runner.resetCount()
+  // Releasing a batch may start the next one, held in turn: release until both are answered.
   while ((await Promise.race([Promise.all([first, second]), sleep(5).then(() => 'pending')])) === 'pending') {
     runner.releaseAll()
   }

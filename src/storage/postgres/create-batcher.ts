@@ -38,7 +38,8 @@ export class CreateBatcher {
    * More than one batch in flight only hides the round trip while this process waits for the
    * database. When its own CPU is the limit (the event loop busy, or sharing a core with the
    * database), a second batch only splits the same creates into more, smaller statements, each
-   * with its own planning, commit and round-trip costs; so then one runs at a time.
+   * paying its own commit and round trip (and, under about 10 creates, its own planning); so then
+   * one runs at a time.
    */
   private limit(): number {
     return this.loadMeter.busy() ? 1 : this.maxInFlight
