@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict'
 import { type ChildProcess, execFile, type SpawnOptions, spawn } from 'node:child_process'
-import { appendFileSync, mkdirSync, mkdtempSync } from 'node:fs'
-import { request as httpRequest } from 'node:http'
+import { mkdtempSync } from 'node:fs'
 import net from 'node:net'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -205,105 +204,6 @@ export async function createToken(env: Record<string, string>, name: string): Pr
   const created = await runCli(['tokens', 'create', '--name', name], env)
   assert.equal(created.code, 0, created.stderr)
   return created.stdout.trim()
-}
-
-export interface ApiResponse {
-  status: number
-  headers: Headers
-  text: string
-  json: any
-}
-
-const observedDir = path.join(os.tmpdir(), `plant-store-observed-${process.ppid}`)
-
-/** Maps a concrete path to its route template, as the OpenAPI document names it. */
-export function routeOf(pathname: string): string {
-  if (/^\/plants\/[^/]+$/.test(pathname)) return '/plants/{id}'
-  return pathname
-}
-
-/**
- * Every response a test sees is recorded (method, route, status) so the coverage test can check
- * that the served document declares it. Files are per test run: the runner is every file's parent.
- */
-function observe(method: string, url: string, status: number): void {
-  mkdirSync(observedDir, { recursive: true })
-  const route = routeOf(new URL(url).pathname)
-  appendFileSync(
-    path.join(observedDir, `${process.pid}.jsonl`),
-    `${JSON.stringify({ method, route, status })}\n`,
-  )
-}
-
-export function observedResponsesDir(): string {
-  return observedDir
-}
-
-export interface RequestOptions {
-  token?: string
-  /** A raw Authorization header, overriding `token`. */
-  authorization?: string
-  /** A string is sent as is; anything else as JSON. */
-  body?: unknown
-  contentType?: string | null
-  headers?: Record<string, string>
-  /** Fail (reject) instead of waiting longer than this for the answer. */
-  timeoutMs?: number
-}
-
-export async function request(
-  method: string,
-  url: string,
-  { token, authorization, body, contentType, headers = {}, timeoutMs }: RequestOptions = {},
-): Promise<ApiResponse> {
-  const sent: Record<string, string> = { ...headers }
-  if (authorization !== undefined) sent.authorization = authorization
-  else if (token) sent.authorization = `Bearer ${token}`
-  let payload: string | undefined
-  if (body !== undefined) {
-    payload = typeof body === 'string' ? body : JSON.stringify(body)
-    if (contentType !== null) sent['content-type'] = contentType ?? 'application/json'
-  } else if (contentType) sent['content-type'] = contentType
-  const signal = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs)
-  const response = await fetch(url, { method, headers: sent, body: payload, signal })
-  const text = await response.text()
-  observe(method, url, response.status)
-  let json: unknown
-  try {
-    json = text ? JSON.parse(text) : undefined
-  } catch {
-    json = undefined
-  }
-  return { status: response.status, headers: response.headers, text, json }
-}
-
-/** A request through node:http, for what fetch will not send (no Content-Type with a body, raw bytes). */
-export function rawRequest(
-  url: string,
-  method: string,
-  headers: Record<string, string>,
-  body?: string | Buffer,
-): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
-  // node:http sends a DELETE's body with neither Content-Length nor chunked framing; frame it.
-  const framed =
-    body === undefined || 'content-length' in headers || 'transfer-encoding' in headers
-      ? headers
-      : { ...headers, 'content-length': String(Buffer.byteLength(body)) }
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method, headers: framed }, (res) => {
-      let text = ''
-      res.setEncoding('utf8')
-      res.on('data', (chunk) => {
-        text += chunk
-      })
-      res.on('end', () => {
-        observe(method, url, res.statusCode ?? 0)
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text })
-      })
-    })
-    req.on('error', reject)
-    req.end(body)
-  })
 }
 
 /**

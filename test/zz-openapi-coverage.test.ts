@@ -2,7 +2,8 @@ import assert from 'node:assert/strict'
 import { readdirSync, readFileSync, rmSync } from 'node:fs'
 import path from 'node:path'
 import { after, describe, it } from 'node:test'
-import { observedResponsesDir, request, startService } from './helpers.js'
+import { startService } from './helpers.js'
+import { observedResponsesDir, request } from './http-client.js'
 
 interface Observation {
   method: string

@@ -5,7 +5,6 @@ import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import {
-  request,
   type SpawnedService,
   spawnService,
   startService,
@@ -13,6 +12,7 @@ import {
   type TestService,
   testStores,
 } from '../helpers.js'
+import { request } from '../http-client.js'
 
 const REALM = 'Bearer realm="plant-store"'
 

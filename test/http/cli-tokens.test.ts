@@ -3,7 +3,8 @@ import { after, before, describe, it } from 'node:test'
 import Database from 'better-sqlite3'
 import postgres from 'postgres'
 import { hashToken } from '../../src/auth/token-format.js'
-import { request, runCli, type SpawnedService, serviceEnv, spawnService, testStores } from '../helpers.js'
+import { runCli, type SpawnedService, serviceEnv, spawnService, testStores } from '../helpers.js'
+import { request } from '../http-client.js'
 
 for (const store of testStores()) {
   describe(`plant-store tokens (${store})`, () => {

@@ -10,7 +10,8 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import Database from 'better-sqlite3'
 import type { SqliteStorage } from '../../src/storage/sqlite/sqlite-storage.js'
-import { type ApiResponse, request, startService, type TestService, waitFor } from '../helpers.js'
+import { startService, type TestService, waitFor } from '../helpers.js'
+import { type ApiResponse, request } from '../http-client.js'
 
 describe('POST /plants when a group-committed batch fails (sqlite)', () => {
   let service: TestService

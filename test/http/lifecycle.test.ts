@@ -6,16 +6,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { after, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import {
-  cliPath,
-  createToken,
-  freePort,
-  request,
-  runCli,
-  serviceEnv,
-  spawnService,
-  testStores,
-} from '../helpers.js'
+import { cliPath, createToken, freePort, runCli, serviceEnv, spawnService, testStores } from '../helpers.js'
+import { request } from '../http-client.js'
 
 /**
  * A POST /plants whose body is only partly sent, so it is in flight when a signal lands; `rest` is

@@ -7,7 +7,6 @@ import {
   canRunSuite,
   createToken,
   postgresHint,
-  request,
   runCli,
   type SpawnedService,
   type StoreKind,
@@ -16,6 +15,7 @@ import {
   stopService,
   waitFor,
 } from '../helpers.js'
+import { request } from '../http-client.js'
 import { Receiver } from './webhook-harness.js'
 
 /**

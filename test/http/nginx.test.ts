@@ -10,11 +10,11 @@ import {
   createToken,
   freePort,
   projectRoot,
-  request,
   serviceEnv,
   tempDir,
   testStores,
 } from '../helpers.js'
+import { request } from '../http-client.js'
 
 const demoScript = path.join(projectRoot, 'scripts/nginx-demo.sh')
 

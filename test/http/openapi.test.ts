@@ -4,7 +4,8 @@ import { Validator } from '@seriousme/openapi-schema-validator'
 import { Ajv } from 'ajv'
 import { errorCatalog } from '../../src/errors.js'
 import { sharedSchemas } from '../../src/schemas/shared.js'
-import { request, startService, type TestService } from '../helpers.js'
+import { startService, type TestService } from '../helpers.js'
+import { request } from '../http-client.js'
 
 describe('GET /openapi.json', () => {
   let service: TestService

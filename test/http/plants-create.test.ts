@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { request, startService, type TestService, testStores } from '../helpers.js'
+import { startService, type TestService, testStores } from '../helpers.js'
+import { request } from '../http-client.js'
 
 for (const store of testStores()) {
   describe(`POST /plants (${store})`, () => {

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import net from 'node:net'
 import { after, before, describe, it } from 'node:test'
-import { rawRequest, request, startService, type TestService, testStores } from '../helpers.js'
+import { startService, type TestService, testStores } from '../helpers.js'
+import { rawRequest, request } from '../http-client.js'
 
 /** The rel="next" target of a GitHub-style Link header, or undefined on the last page. */
 function nextUrl(link: string | null): string | undefined {

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict'
 import net from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { rawRequest, request, startService, type TestService } from '../helpers.js'
+import { startService, type TestService } from '../helpers.js'
+import { rawRequest, request } from '../http-client.js'
 
 /** A raw HTTP/1.1 exchange: writes `head`, collects what the server sends until `until` matches. */
 class RawClient {

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import net from 'node:net'
 import { after, before, describe, it } from 'node:test'
-import { rawRequest, request, startService, type TestService, testStores } from '../helpers.js'
+import { startService, type TestService, testStores } from '../helpers.js'
+import { rawRequest, request } from '../http-client.js'
 
 for (const store of testStores()) {
   describe(`routes, methods and probes (${store})`, () => {

@@ -7,10 +7,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import postgres from 'postgres'
 import { generateTokenSecret } from '../../src/auth/token-format.js'
 import {
-  type ApiResponse,
   createToken,
   projectRoot,
-  request,
   runCli,
   type SpawnedService,
   spawnService,
@@ -19,6 +17,7 @@ import {
   postgresHint,
   freePort,
 } from '../helpers.js'
+import { type ApiResponse, request } from '../http-client.js'
 
 const pgScript = path.join(projectRoot, 'scripts/pg-test-server.sh')
 

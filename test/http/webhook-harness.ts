@@ -9,7 +9,6 @@ import type { TestContext } from 'node:test'
 import { Webhook } from 'standardwebhooks'
 import {
   createToken,
-  request,
   runCli,
   type SpawnedService,
   serviceEnv,
@@ -17,6 +16,7 @@ import {
   type StoreKind,
   stopService,
 } from '../helpers.js'
+import { request } from '../http-client.js'
 
 export const FAST: Record<string, string> = {
   LOG_LEVEL: 'info',
