@@ -22,13 +22,13 @@ import fs from 'node:fs'
 import path from 'node:path'
 import type Database from 'better-sqlite3'
 import { StoreUnavailableError } from '../storage.js'
-import { Checkpointer } from './checkpointer.js'
 import {
   DEFAULT_BUSY_TIMEOUT_MS,
   DEFAULT_MAX_BATCH,
   openSqliteDatabase,
   type SqliteOptions,
 } from './database.js'
+import { WalRecycler } from './wal-recycler.js'
 import { prepareWriteOps, type WriteOp } from './write-ops.js'
 
 /** Counters of the writer since this store was opened, for tests and operators. */
@@ -56,14 +56,6 @@ export interface SnapshotHold {
 /** How the WAL is synced; a test replaces it to make a sync fail. */
 export type SyncFile = (fd: number, done: (error: NodeJS.ErrnoException | null) => void) => void
 
-/**
- * Commits after which the checkpointer copies the WAL into the database file, while writes go on.
- * SQLite reuses the WAL from its start only when a transaction begins with every frame copied,
- * which a busy writer would never allow; so writes then wait for one more checkpoint (RESTART) of
- * the few frames committed meanwhile. Overwriting a WAL of a few hundred frames keeps each fsync cheap;
- * appending to an ever longer one makes every sync update the file's size as well.
- */
-const CHECKPOINT_EVERY_COMMITS = 100
 /** Pauses between tries of a BEGIN that another process's write lock refused. */
 const LOCK_RETRY_MS = [1, 2, 5, 10, 20, 50] as const
 
@@ -92,24 +84,20 @@ export class GroupCommitWriter {
   private readonly ops
   private readonly control
   private readonly walFd: number | undefined
-  private readonly checkpointer: Checkpointer
+  private readonly recycler: WalRecycler
   private readonly maxBatch: number
   private readonly busyTimeoutMs: number
-  private readonly counters: Omit<WriterStats, 'queued'> = {
+  private readonly counters: Omit<WriterStats, 'queued' | 'checkpoints'> = {
     batchesStarted: 0,
     batchesCommitted: 0,
     batchesFailed: 0,
     requestsCommitted: 0,
     largestBatch: 0,
-    checkpoints: 0,
   }
   private queue: Queued[] = []
   private scheduled = false
   /** A batch is between BEGIN (or waiting for the lock) and its answers. */
   private active = false
-  /** Writes wait for a checkpoint that lets the WAL start over (see CHECKPOINT_EVERY_COMMITS). */
-  private waitingForCheckpoint = false
-  private commitsSinceCheckpoint = 0
   /** Set once a sync failed: what was committed since may not be on disk, so nothing is trusted. */
   private broken: StoreUnavailableError | undefined
   private closing: Promise<void> | undefined
@@ -135,10 +123,11 @@ export class GroupCommitWriter {
       totalChanges: db.prepare('SELECT total_changes()').pluck(),
     }
     if (options.synchronous === 'full') this.walFd = openWal(db, options.path)
-    // Its thread starts with the first checkpoint, not here: loading it beside the service's own
-    // start made start to ready 100-150 ms longer on one core (docs/performance-history.md,
-    // fourth round).
-    this.checkpointer = new Checkpointer({ path: options.path, synchronous: options.synchronous })
+    this.recycler = new WalRecycler(options, {
+      batchActive: () => this.active,
+      stopped: () => this.closing !== undefined || this.broken !== undefined,
+      resume: () => this.schedule(),
+    })
   }
 
   /** Runs one write in the next group commit; resolves with its result once it is durable. */
@@ -158,7 +147,7 @@ export class GroupCommitWriter {
   }
 
   stats(): WriterStats {
-    return { ...this.counters, queued: this.queue.length }
+    return { ...this.counters, checkpoints: this.recycler.checkpoints, queued: this.queue.length }
   }
 
   /**
@@ -172,7 +161,7 @@ export class GroupCommitWriter {
       this.db.pragma('synchronous = FULL')
       this.db.close()
       if (this.walFd !== undefined) fs.closeSync(this.walFd)
-      await this.checkpointer.close()
+      await this.recycler.close()
     })()
     return this.closing
   }
@@ -184,7 +173,7 @@ export class GroupCommitWriter {
   }
 
   private schedule(): void {
-    if (this.scheduled || this.active || this.waitingForCheckpoint || this.queue.length === 0) return
+    if (this.scheduled || this.active || this.recycler.holdsWrites || this.queue.length === 0) return
     this.scheduled = true
     // One batch per turn of the event loop: everything that arrived in this turn's I/O joins it.
     setImmediate(() => {
@@ -194,7 +183,7 @@ export class GroupCommitWriter {
   }
 
   private startBatch(): void {
-    if (this.active || this.waitingForCheckpoint || this.queue.length === 0) return
+    if (this.active || this.recycler.holdsWrites || this.queue.length === 0) return
     const batch = this.queue.splice(0, this.maxBatch)
     this.active = true
     this.counters.batchesStarted++
@@ -307,38 +296,9 @@ export class GroupCommitWriter {
 
   private batchDone(): void {
     this.active = false
-    this.commitsSinceCheckpoint++
-    this.maybeCheckpoint()
+    this.recycler.batchDone()
     if (this.queue.length === 0 && this.drained) this.drained()
     this.schedule()
-  }
-
-  private maybeCheckpoint(): void {
-    const due = this.commitsSinceCheckpoint >= CHECKPOINT_EVERY_COMMITS || this.waitingForCheckpoint
-    if (!due || this.checkpointer.running || this.closing || this.broken) return
-    this.commitsSinceCheckpoint = 0
-    this.checkpointer.checkpoint(this.waitingForCheckpoint ? 'RESTART' : 'PASSIVE').then(
-      (result) => {
-        this.counters.checkpoints++
-        if (this.waitingForCheckpoint) {
-          // The catch-up ran with no write in between; whatever it achieved, writes go on (a
-          // reader in another process can keep any checkpoint from catching up).
-          this.waitingForCheckpoint = false
-          this.schedule()
-          return
-        }
-        // A batch under way may have committed after the checkpoint looked.
-        const behind = result.checkpointed < result.log || this.commitsSinceCheckpoint > 0 || this.active
-        if (!behind || this.closing || this.broken) return
-        this.waitingForCheckpoint = true
-        if (!this.active) this.maybeCheckpoint()
-      },
-      () => {
-        // A failed checkpoint costs only a longer WAL; the next commits ask again.
-        this.waitingForCheckpoint = false
-        this.schedule()
-      },
-    )
   }
 }
 
