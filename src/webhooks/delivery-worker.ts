@@ -5,7 +5,7 @@ import type { Config } from '../config.js'
 import type { Background } from '../server.js'
 import type { LeasedDelivery, Storage } from '../storage/storage.js'
 import { type BackoffPolicy, nextRetryAt } from './backoff.js'
-import { signWebhook } from './signer.js'
+import { sendWebhook } from './send-webhook.js'
 
 /** The pino methods the worker uses; Fastify's `app.log` fits. */
 export type WorkerLogger = Pick<FastifyBaseLogger, 'debug' | 'info' | 'warn' | 'error'> & {
@@ -45,23 +45,9 @@ interface InFlight {
   done: Promise<void>
 }
 
-const USER_AGENT = 'plant-store-webhooks/1'
-
 /** A unique lease owner: two processes (or two workers in one) never share one. */
 export function workerOwnerId(): string {
   return `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`
-}
-
-/** A short reason for a failed send: the system error (`connect ECONNREFUSED 127.0.0.1:9`) when there is one. */
-function describeError(error: unknown): string {
-  if (!(error instanceof Error)) return String(error)
-  const cause = (error as { cause?: unknown }).cause
-  if (cause instanceof Error) {
-    const code = (cause as { code?: unknown }).code
-    if (cause.message) return cause.message
-    if (typeof code === 'string') return code
-  }
-  return error.message || error.name
 }
 
 /**
@@ -217,46 +203,14 @@ export class DeliveryWorker implements Background {
     this.inFlight.set(delivery.id, entry)
   }
 
-  /** One attempt: sign, POST, classify, record. */
+  /** One attempt: send (`send-webhook.ts`), then log and record what became of it. */
   private async deliver(delivery: LeasedDelivery, controller: AbortController): Promise<void> {
-    const timeoutMs = this.config.webhookTimeoutMs
-    let timedOut = false
-    let interrupted = false
-    const timer = setTimeout(() => {
-      timedOut = true
-      controller.abort(new Error(`timeout after ${timeoutMs} ms`))
-    }, timeoutMs)
-    let status: number | null = null
-    let error: string | null = null
-    try {
-      const response = await fetch(delivery.url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'user-agent': USER_AGENT,
-          ...signWebhook(delivery.secret, delivery.id, delivery.payload),
-        },
-        body: delivery.payload,
-        signal: controller.signal,
-        // A redirect is not an acknowledgement, and following it could leak the signed body elsewhere.
-        redirect: 'manual',
-      })
-      status = response.status
-      // The answer's body is not used; drop it (still under the timeout) so the socket is released.
-      await response.body?.cancel().catch(() => {})
-      if (status < 200 || status > 299) error = `HTTP ${status}`
-    } catch (caught) {
-      if (timedOut) error = `timeout after ${timeoutMs} ms`
-      else if (controller.signal.aborted) interrupted = true
-      else error = describeError(caught)
-    } finally {
-      clearTimeout(timer)
-    }
-
+    const sent = await sendWebhook(delivery, this.config.webhookTimeoutMs, controller)
+    const { status, interrupted } = sent
     // Cut short by stop(): recorded, so the operator sees it, and due again at once rather than when
     // the lease runs out, for this process after a restart or for another instance now. The
     // subscriber may have received it: it is sent again with the same webhook-id, as after a crash.
-    if (interrupted) error = 'interrupted: the worker stopped before the subscriber answered'
+    const error = interrupted ? 'interrupted: the worker stopped before the subscriber answered' : sent.error
     const ok = error === null
     const at = new Date()
     const attempts = delivery.attempts + 1
