@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 // Bulk pre-fill of a migrated (and not yet served) SQLite store:
 //   node bench/prefill-sqlite.mjs FILE COUNT
-// inserts plants with ids 1..COUNT in one statement (a recursive CTE), with the journal off and no
+// inserts COUNT plants in one statement (a recursive CTE), their ids spread over the int64 range
+// (lib/stored-ids.mjs), with the journal off and no
 // fsync while it runs, then returns the file to WAL mode and fsyncs it, so that the writeback of
 // the bulk load does not land in the middle of a measurement. Prints the elapsed milliseconds.
 import fs from 'node:fs'
 import Database from 'better-sqlite3'
+import { idStep } from './lib/stored-ids.mjs'
 
 const [file, countText] = process.argv.slice(2)
 const count = Number(countText)
@@ -28,7 +30,7 @@ if (existing !== 0) {
 // Names and tags look like real ones; 100 distinct tags so the (tag, id) index is not degenerate.
 db.exec(`WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ${count})
   INSERT INTO plants (id, name, tag, created_at)
-  SELECT i, 'plant ' || i, 'tag' || (i % 100), 1700000000000 + i FROM s`)
+  SELECT i * ${idStep(count)}, 'plant ' || i, 'tag' || (i % 100), 1700000000000 + i FROM s`)
 db.pragma('journal_mode = WAL')
 db.close()
 const fd = fs.openSync(file, 'r+')

@@ -241,7 +241,8 @@ async function main() {
 
   for (const scenario of options.scenarios) {
     if (SCENARIOS[scenario].reads && !seeded) {
-      // Reads need stored plants: the empty stores get ids 1..readSeed once their create runs are done.
+      // Reads need stored plants: the empty stores get ids 1..readSeed (1 apart) once their create
+      // runs are done.
       for (const config of configs.filter((c) => c.size === 'empty')) {
         if (config.store === 'sqlite') seedSqlite(config, options.readSeed)
         else await seedPostgres(config, options.readSeed)
@@ -255,6 +256,7 @@ async function main() {
           scenario,
           token: server.config?.token ?? server.token,
           readMax: server.config?.readMax ?? server.readMax,
+          idStep: server.config?.idStep,
           connections: options.connections,
           duration: options.warmup,
         })

@@ -1,8 +1,8 @@
 // The workloads, driven by autocannon in this process. Every POST carries an id never sent before
-// in this run (a sequential counter far above the pre-filled ids, or 63 random bits), so each
-// create really inserts a row.
+// in this run (a sequential counter, or 63 random bits), so each create really inserts a row.
 import { randomBytes } from 'node:crypto'
 import autocannon from 'autocannon'
+import { storedId } from './stored-ids.mjs'
 
 export const SCENARIOS = {
   'create-seq': { title: 'POST /plants, new sequential ids', creates: true },
@@ -20,7 +20,9 @@ export const SCENARIOS = {
   },
 }
 
-// Sequential ids start far above any pre-filled id (1..N) and never repeat within a run.
+// Sequential ids start far above the seeded ids (1..10,000) and never repeat within a run; in a big
+// store they all fall into the one gap between its first and second plant, so they still land
+// together at one place of the tree.
 let sequence = 1_000_000_000_000n
 const nextSequential = () => sequence++
 
@@ -36,30 +38,48 @@ function nextRandom() {
   return value
 }
 
-const plantBody = (id) => `{"id":${id},"name":"bench plant","tag":"bench"}`
+/**
+ * Sequential creates share one tag, as a batch of new plants of one kind would. A random id takes
+ * one of the 100 tags the pre-filled plants carry, so that in a big store its entry in the
+ * (tag, id) index lands among stored ones too, not in a region of its own.
+ */
+const plantBody = (id, tag = 'bench') => `{"id":${id},"name":"bench plant","tag":"${tag}"}`
+const randomPlantBody = (id) => plantBody(id, `tag${id % 100n}`)
 
-/** autocannon `requests` for a scenario; readMax is the largest stored id to read (ids 1..readMax). */
-export function requestsFor(scenario, { token, readMax }) {
+/**
+ * autocannon `requests` for a scenario. The store holds plants 1..readMax, whose ids are `idStep`
+ * apart (stored-ids.mjs; 1 for a seeded store).
+ */
+export function requestsFor(scenario, { token, readMax, idStep = 1n }) {
   const authorization = `Bearer ${token}`
   const postHeaders = { authorization, 'content-type': 'application/json' }
   const getHeaders = { authorization }
-  const randomStoredId = () => 1 + Math.floor(Math.random() * Math.max(1, readMax))
+  const randomStoredId = () => storedId(1 + Math.floor(Math.random() * Math.max(1, readMax)), idStep)
   switch (scenario) {
     case 'create-seq':
-    case 'create-rand': {
-      const next = scenario === 'create-seq' ? nextSequential : nextRandom
       return [
         {
           method: 'POST',
           path: '/plants',
           headers: postHeaders,
           setupRequest: (request) => {
-            request.body = plantBody(next())
+            request.body = plantBody(nextSequential())
             return request
           },
         },
       ]
-    }
+    case 'create-rand':
+      return [
+        {
+          method: 'POST',
+          path: '/plants',
+          headers: postHeaders,
+          setupRequest: (request) => {
+            request.body = randomPlantBody(nextRandom())
+            return request
+          },
+        },
+      ]
     case 'get-id':
       return [
         {
@@ -82,7 +102,8 @@ export function requestsFor(scenario, { token, readMax }) {
           path: '/plants?limit=100&after=0',
           headers: getHeaders,
           setupRequest: (request) => {
-            request.path = `/plants?limit=100&after=${Math.floor(Math.random() * Math.max(1, readMax - 100))}`
+            const k = Math.floor(Math.random() * Math.max(1, readMax - 100))
+            request.path = `/plants?limit=100&after=${storedId(k, idStep)}`
             return request
           },
         },
@@ -115,7 +136,7 @@ export function requestsFor(scenario, { token, readMax }) {
 }
 
 /** One bounded autocannon run; returns the numbers the report needs. */
-export async function runLoad({ url, scenario, token, readMax, connections, duration }) {
+export async function runLoad({ url, scenario, token, readMax, idStep, connections, duration }) {
   const result = await autocannon({
     url,
     connections,
@@ -124,7 +145,7 @@ export async function runLoad({ url, scenario, token, readMax, connections, dura
     // autocannon checks for the end of a run once per sample: sample every 100 ms so that a
     // run lasts its duration, not the next whole second.
     sampleInt: 100,
-    requests: requestsFor(scenario, { token, readMax }),
+    requests: requestsFor(scenario, { token, readMax, idStep }),
   })
   const ok = result['2xx']
   return {

@@ -26,6 +26,7 @@ export async function measureRun({
 }) {
   const token = server.config?.token ?? server.token
   const readMax = server.config?.readMax ?? server.readMax
+  const idStep = server.config?.idStep
   const pid = server.proc.pid
   const peakReset = resetPeakRss(pid)
   const cpu0 = cpuSeconds(pid)
@@ -38,6 +39,7 @@ export async function measureRun({
     scenario,
     token,
     readMax,
+    idStep,
     connections,
     duration,
   })

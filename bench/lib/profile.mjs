@@ -133,6 +133,7 @@ export async function recordProfiles({
       scenario,
       token: config.token,
       readMax: config.readMax,
+      idStep: config.idStep,
       connections,
     }
     await runLoad({ ...common, duration: 1 })

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import Database from 'better-sqlite3'
 import postgres from 'postgres'
+import { idStep } from './stored-ids.mjs'
 import { track } from './proc.mjs'
 
 const execFileAsync = promisify(execFile)
@@ -65,6 +66,7 @@ export async function prepareSqlite({ dir, id, plants, env }) {
     plants,
     prefillMs,
     readMax: plants,
+    idStep: plants > 0 ? idStep(plants) : 1n,
   }
 }
 
@@ -119,7 +121,8 @@ const connect = (url) => postgres(url, { max: 1, onnotice: () => {}, connect_tim
 
 /**
  * Creates a fresh database `name` on the server of serverUrl, migrates it with the service's CLI
- * and, when plants > 0, fills it with INSERT ... SELECT generate_series. The plants table's
+ * and, when plants > 0, fills it with INSERT ... SELECT generate_series (ids spread as in
+ * stored-ids.mjs). The plants table's
  * indexes and key are dropped for the load and rebuilt from their own definitions afterwards
  * (faster than maintaining them row by row), then VACUUM ANALYZE and CHECKPOINT so neither
  * autovacuum nor a checkpoint of the bulk load runs during the measurements.
@@ -153,7 +156,8 @@ export async function preparePostgres({ serverUrl, name, plants, env }) {
       for (const index of indexes) await sql.unsafe(`DROP INDEX ${index.indexname}`)
       for (const c of constraints) await sql.unsafe(`ALTER TABLE plants DROP CONSTRAINT ${c.conname}`)
       await sql.unsafe(`INSERT INTO plants (id, name, tag, created_at)
-        SELECT i, 'plant ' || i, 'tag' || (i % 100), now() FROM generate_series(1, ${plants}) AS i`)
+        SELECT i * ${idStep(plants)}, 'plant ' || i, 'tag' || (i % 100), now()
+        FROM generate_series(1::bigint, ${plants}) AS i`)
       await sql.unsafe(`SET maintenance_work_mem = '512MB'`)
       for (const c of constraints) await sql.unsafe(`ALTER TABLE plants ADD CONSTRAINT ${c.conname} ${c.def}`)
       for (const index of indexes) await sql.unsafe(index.indexdef)
@@ -172,6 +176,7 @@ export async function preparePostgres({ serverUrl, name, plants, env }) {
     plants,
     prefillMs,
     readMax: plants,
+    idStep: plants > 0 ? idStep(plants) : 1n,
   }
 }
 
