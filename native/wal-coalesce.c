@@ -27,7 +27,8 @@
 ** Files: this one is the VFS and the extension's entry point; wal-file.c the buffered WAL;
 ** db-file.c the database file and its barrier; wal-coalesce.h what they share.
 ** scripts/build-native.mjs compiles them into one library. Loading it once registers the shim as
-** the default VFS of the process, wrapping the one that was the default.
+** the default VFS of the process, wrapping the one that was the default; loading it on a
+** connection also gives that connection sync_database_file() (below), which the checkpointer uses.
 */
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT1
@@ -68,6 +69,26 @@ static int shimSetSystemCall(sqlite3_vfs *v, const char *n, sqlite3_syscall_ptr 
 static sqlite3_syscall_ptr shimGetSystemCall(sqlite3_vfs *v, const char *n) { (void)v; return PASS(xGetSystemCall, n); }
 static const char *shimNextSystemCall(sqlite3_vfs *v, const char *n) { (void)v; return PASS(xNextSystemCall, n); }
 
+/*
+** sync_database_file(): syncs the connection's database file through SQLite's own handle on it.
+** The checkpointer calls it after a PASSIVE checkpoint. SQLite syncs the database file at the end
+** of a checkpoint only when no commit landed while it copied, which under steady writes is rare;
+** the pages it copied then wait, unsynced, for the next checkpoint that catches up, the RESTART
+** that writes are held for. Syncing them here takes that wait out of the hold. A sync at any time
+** is harmless to SQLite; it goes through SQLite's file (not a descriptor of our own) because
+** closing any other descriptor of the file would drop this process's POSIX locks on it.
+*/
+static void syncDatabaseFile(sqlite3_context *context, int argc, sqlite3_value **argv) {
+  (void)argc;
+  (void)argv;
+  sqlite3_file *file = 0;
+  int rc = sqlite3_file_control(sqlite3_context_db_handle(context), "main", SQLITE_FCNTL_FILE_POINTER, &file);
+  if (rc == SQLITE_OK && (file == 0 || file->pMethods == 0)) rc = SQLITE_MISUSE;
+  if (rc == SQLITE_OK) rc = file->pMethods->xSync(file, SQLITE_SYNC_NORMAL);
+  if (rc == SQLITE_OK) sqlite3_result_null(context);
+  else sqlite3_result_error_code(context, rc);
+}
+
 /* The one symbol the library exports (the build hides the rest). */
 #ifdef _WIN32
 __declspec(dllexport)
@@ -75,7 +96,6 @@ __declspec(dllexport)
 __attribute__((visibility("default")))
 #endif
 int sqlite3_walcoalesce_init(sqlite3 *db, char **error, const sqlite3_api_routines *api) {
-  (void)db;
   SQLITE_EXTENSION_INIT2(api);
   if (sqlite3_vfs_find("wal-coalesce") == 0) {
     walcoalesce_real_vfs = sqlite3_vfs_find(0);
@@ -106,6 +126,10 @@ int sqlite3_walcoalesce_init(sqlite3 *db, char **error, const sqlite3_api_routin
     int rc = sqlite3_vfs_register(&shim, 1);
     if (rc != SQLITE_OK) return rc;
   }
+  /* Loading the library again on a connection gives that connection the function. */
+  int rc = sqlite3_create_function(db, "sync_database_file", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY, 0,
+                                   syncDatabaseFile, 0, 0);
+  if (rc != SQLITE_OK) return rc;
   /* The VFS outlives the connection that loaded it. */
   return SQLITE_OK_LOAD_PERMANENTLY;
 }

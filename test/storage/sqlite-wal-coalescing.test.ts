@@ -15,7 +15,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
 import { SqliteStorage } from '../../src/storage/sqlite/sqlite-storage.js'
-import { loadWalCoalescing } from '../../src/storage/sqlite/wal-coalescing.js'
+import { addDatabaseFileSync, loadWalCoalescing } from '../../src/storage/sqlite/wal-coalescing.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const childScript = path.join(here, 'wal-coalescing-crash-child.js')
@@ -159,6 +159,23 @@ describe('sqlite WAL write coalescing', () => {
       assert.deepEqual([result?.busy, result?.log === result?.checkpointed], [0n, true])
     }
     assert.equal(reader.pragma('integrity_check', { simple: true }), 'ok')
+  })
+
+  // The checkpointer calls it after every passive checkpoint (checkpoint-thread.ts); the group
+  // commit tests count those checkpoints, which a failing call would fail.
+  it('gives a connection sync_database_file(), which syncs its file through SQLite', () => {
+    const db = writer()
+    commitRandom(db, 200)
+    // Only a connection that loaded the library has it (the shim itself is process-wide).
+    assert.throws(() => db.prepare('SELECT sync_database_file()'), /no such function/)
+    assert.equal(addDatabaseFileSync(db, true), true)
+    db.pragma('wal_checkpoint(PASSIVE)')
+    assert.equal(db.prepare('SELECT sync_database_file()').pluck().get(), null)
+    // A database with no file has nothing to sync: the call fails rather than pretend.
+    const memory = new Database(':memory:')
+    open.push(memory)
+    assert.equal(addDatabaseFileSync(memory, true), true)
+    assert.throws(() => memory.prepare('SELECT sync_database_file()').get(), /misuse/i)
   })
 
   it('commits a transaction larger than the page cache whole, its spilled frames rewritten in place', () => {

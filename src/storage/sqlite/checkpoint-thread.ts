@@ -4,7 +4,9 @@
  * writer or reader waits for; each answers how far it got.
  */
 import { parentPort, workerData } from 'node:worker_threads'
-import { openSqliteDatabase, type SqliteOptions } from './database.js'
+import type { CheckpointerOptions } from './checkpointer.js'
+import { openSqliteDatabase } from './database.js'
+import { addDatabaseFileSync } from './wal-coalescing.js'
 
 /**
  * Main → checkpointer. PASSIVE copies what it can while writes go on; RESTART, asked while the
@@ -21,9 +23,14 @@ const RESTART_WAIT_MS = 20
 export type FromCheckpointer =
   { type: 'done'; log: number; checkpointed: number } | { type: 'failed'; message: string }
 
-function serve(port: NonNullable<typeof parentPort>, options: SqliteOptions): void {
+function serve(port: NonNullable<typeof parentPort>, options: CheckpointerOptions): void {
   const post = (message: FromCheckpointer) => port.postMessage(message)
   const db = openSqliteDatabase({ ...options, busyTimeoutMs: RESTART_WAIT_MS }, 'checkpointer')
+  // SQLite syncs the database file after a checkpoint only if no commit landed while it copied;
+  // under steady writes the copied pages would wait for the RESTART, inside the writes' hold.
+  const syncDatabaseFile = addDatabaseFileSync(db, options.coalesceWalWrites ?? true)
+    ? db.prepare('SELECT sync_database_file()')
+    : undefined
   type Result = { log: number; checkpointed: number }
   port.on('message', (message: ToCheckpointer) => {
     if (message.op === 'close') {
@@ -33,6 +40,7 @@ function serve(port: NonNullable<typeof parentPort>, options: SqliteOptions): vo
     }
     try {
       const [row] = db.pragma(`wal_checkpoint(${message.mode})`) as Result[]
+      if (message.mode === 'PASSIVE') syncDatabaseFile?.get()
       post({ type: 'done', log: row?.log ?? 0, checkpointed: row?.checkpointed ?? 0 })
     } catch (error) {
       post({ type: 'failed', message: error instanceof Error ? error.message : String(error) })
@@ -40,4 +48,4 @@ function serve(port: NonNullable<typeof parentPort>, options: SqliteOptions): vo
   })
 }
 
-if (parentPort) serve(parentPort, workerData as SqliteOptions)
+if (parentPort) serve(parentPort, workerData as CheckpointerOptions)

@@ -2,6 +2,8 @@ import { Worker } from 'node:worker_threads'
 import type { CheckpointMode, FromCheckpointer, ToCheckpointer } from './checkpoint-thread.js'
 import type { SqliteOptions } from './database.js'
 
+export type CheckpointerOptions = Pick<SqliteOptions, 'path' | 'synchronous' | 'coalesceWalWrites'>
+
 /** The thread holds one connection and no data: a small heap is plenty. */
 const HEAP_LIMITS = { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 }
 
@@ -22,7 +24,7 @@ export class Checkpointer {
   private current: { resolve: (r: CheckpointResult) => void; reject: (e: Error) => void } | undefined
   private closed = false
 
-  constructor(private readonly options: Pick<SqliteOptions, 'path' | 'synchronous'>) {}
+  constructor(private readonly options: CheckpointerOptions) {}
 
   get running(): boolean {
     return this.current !== undefined

@@ -50,6 +50,21 @@ function load(): WalCoalescing {
   }
 }
 
+/**
+ * Gives `db` the library's `sync_database_file()` (see native/wal-coalesce.c) when the shim is
+ * loaded in this process; returns whether it did. Without it the checkpointer leaves the database
+ * file's sync to SQLite, which is only slower: the RESTART's hold is longer.
+ */
+export function addDatabaseFileSync(db: Database.Database, wanted: boolean): boolean {
+  if (loadWalCoalescing(wanted).state !== 'on') return false
+  try {
+    db.loadExtension(path.join(packageRoot(), WAL_COALESCE_LIBRARY))
+    return true
+  } catch {
+    return false
+  }
+}
+
 /** The nearest folder above this module with a package.json: dist/src/... and dist/bundle alike. */
 function packageRoot(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url))
