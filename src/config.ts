@@ -45,7 +45,8 @@ export interface Config {
   /**
    * `SQLITE_WAL_COALESCE`, default true: write each commit's WAL frames with one system call
    * through the VFS in native/wal-coalesce.c (built at install). Same bytes on disk, same
-   * durability; false turns it off for this process (docs/performance-history.md, tenth round).
+   * durability; false turns it off for this process (docs/performance-history.md, tenth round),
+   * and with it the checkpointer's sync of the database file after each copy (thirteenth round).
    */
   sqliteWalCoalesce: boolean
   webhookTimeoutMs: number
