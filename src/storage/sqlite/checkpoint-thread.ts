@@ -21,7 +21,7 @@ const RESTART_WAIT_MS = 20
 
 /** Checkpointer → main: `log` frames in the WAL, `checkpointed` of them now in the database file. */
 export type FromCheckpointer =
-  { type: 'done'; log: number; checkpointed: number } | { type: 'failed'; message: string }
+  { type: 'done'; log: number; checkpointed: number } | { type: 'failed'; message: string; code?: string }
 
 function serve(port: NonNullable<typeof parentPort>, options: CheckpointerOptions): void {
   const post = (message: FromCheckpointer) => port.postMessage(message)
@@ -43,7 +43,12 @@ function serve(port: NonNullable<typeof parentPort>, options: CheckpointerOption
       if (message.mode === 'PASSIVE') syncDatabaseFile?.get()
       post({ type: 'done', log: row?.log ?? 0, checkpointed: row?.checkpointed ?? 0 })
     } catch (error) {
-      post({ type: 'failed', message: error instanceof Error ? error.message : String(error) })
+      const code = (error as { code?: unknown }).code
+      post({
+        type: 'failed',
+        message: error instanceof Error ? error.message : String(error),
+        code: typeof code === 'string' ? code : undefined,
+      })
     }
   })
 }

@@ -4,6 +4,16 @@ import type { SqliteOptions } from './database.js'
 
 export type CheckpointerOptions = Pick<SqliteOptions, 'path' | 'synchronous' | 'coalesceWalWrites'>
 
+/** A checkpoint SQLite failed; `code` is SQLite's (SQLITE_IOERR_FSYNC, say). */
+export class CheckpointFailure extends Error {
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+  ) {
+    super(message)
+  }
+}
+
 /** The thread holds one connection and no data: a small heap is plenty. */
 const HEAP_LIMITS = { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 }
 
@@ -72,7 +82,7 @@ export class Checkpointer {
     worker.on('message', (message: FromCheckpointer) => {
       if (message.type === 'done') this.settle({ result: message })
       else if (message.type === 'failed')
-        this.settle({ error: new Error(`checkpoint failed: ${message.message}`) })
+        this.settle({ error: new CheckpointFailure(`checkpoint failed: ${message.message}`, message.code) })
     })
     let failure: Error | undefined
     worker.on('error', (error) => {

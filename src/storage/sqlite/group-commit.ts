@@ -127,6 +127,8 @@ export class GroupCommitWriter {
       batchActive: () => this.active,
       stopped: () => this.closing !== undefined || this.broken !== undefined,
       resume: () => this.schedule(),
+      databaseFileFailed: (error) =>
+        this.broke(`the SQLite database file could not be written or synced by a checkpoint`, error, []),
     })
   }
 
@@ -255,7 +257,7 @@ export class GroupCommitWriter {
     }
     this.syncFile(this.walFd, (error) => {
       if (error) {
-        this.broke(error, batch)
+        this.broke('the SQLite WAL could not be synced', error, batch)
         return
       }
       this.snapshot.release()
@@ -283,11 +285,10 @@ export class GroupCommitWriter {
    * succeed without them), so nothing committed since the last good sync can be vouched for: the
    * store refuses writes until the process restarts and SQLite recovers the WAL from the disk.
    */
-  private broke(error: Error, batch: Queued[]): void {
-    this.broken = new StoreUnavailableError(
-      `the SQLite WAL could not be synced (${error.message}); restart the service to recover`,
-      { cause: error },
-    )
+  private broke(what: string, error: Error, batch: Queued[]): void {
+    this.broken = new StoreUnavailableError(`${what} (${error.message}); restart the service to recover`, {
+      cause: error,
+    })
     // The read connection stays on the last snapshot known to be durable.
     const waiting = this.queue
     this.queue = []

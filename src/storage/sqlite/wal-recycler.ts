@@ -2,7 +2,7 @@
  * When the writer's WAL is copied into the database file, and when writes wait so that the WAL can
  * start over from its beginning. The copies themselves run in the checkpointer thread.
  */
-import { Checkpointer, type CheckpointerOptions } from './checkpointer.js'
+import { CheckpointFailure, Checkpointer, type CheckpointerOptions } from './checkpointer.js'
 
 /**
  * Commits after which the checkpointer copies the WAL into the database file, while writes go on.
@@ -32,6 +32,8 @@ export interface RecyclerHost {
   stopped(): boolean
   /** Writes held for a RESTART checkpoint may go on. */
   resume(): void
+  /** A checkpoint's write or sync of the database file failed: see maybeCheckpoint. */
+  databaseFileFailed(error: Error): void
 }
 
 /** What the recycler uses of the checkpointer thread's handle (tests give it a scripted one). */
@@ -110,10 +112,15 @@ export class WalRecycler {
         this.waitingForCheckpoint = true
         if (!active) this.maybeCheckpoint()
       },
-      () => {
-        // A failed checkpoint costs only a longer WAL; the next commits ask again.
+      (error: unknown) => {
         this.catchUpPasses = 0
         this.waitingForCheckpoint = false
+        // After a failed write or sync the kernel may drop the copied pages, and a later sync can
+        // succeed without them; the WAL, which still holds them, must then never start over. The
+        // host stops writes until a restart, whose recovery copies the whole WAL again. Any other
+        // failure (the thread died, say) costs only a longer WAL: the next commits ask again.
+        if (error instanceof CheckpointFailure && error.code?.startsWith('SQLITE_IOERR'))
+          this.host.databaseFileFailed(error)
         this.host.resume()
       },
     )
