@@ -89,7 +89,7 @@ export class WalRecycler {
       (result) => {
         this.finished++
         if (this.waitingForCheckpoint) {
-          // The catch-up ran with no write in between; whatever it achieved, writes go on (a
+          // The RESTART ran with no write in between; whatever it achieved, writes go on (a
           // reader in another process can keep any checkpoint from catching up).
           this.waitingForCheckpoint = false
           this.host.resume()
