@@ -57,29 +57,21 @@ export function requestsFor(scenario, { token, readMax, idStep = 1n }) {
   const randomStoredId = () => storedId(1 + Math.floor(Math.random() * Math.max(1, readMax)), idStep)
   switch (scenario) {
     case 'create-seq':
+    case 'create-rand': {
+      const nextBody =
+        scenario === 'create-seq' ? () => plantBody(nextSequential()) : () => randomPlantBody(nextRandom())
       return [
         {
           method: 'POST',
           path: '/plants',
           headers: postHeaders,
           setupRequest: (request) => {
-            request.body = plantBody(nextSequential())
+            request.body = nextBody()
             return request
           },
         },
       ]
-    case 'create-rand':
-      return [
-        {
-          method: 'POST',
-          path: '/plants',
-          headers: postHeaders,
-          setupRequest: (request) => {
-            request.body = randomPlantBody(nextRandom())
-            return request
-          },
-        },
-      ]
+    }
     case 'get-id':
       return [
         {

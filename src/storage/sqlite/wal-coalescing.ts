@@ -32,7 +32,7 @@ export function loadWalCoalescing(wanted: boolean): WalCoalescing {
 }
 
 function load(): WalCoalescing {
-  const library = path.join(packageRoot(), WAL_COALESCE_LIBRARY)
+  const library = libraryPath()
   if (!fs.existsSync(library)) {
     return {
       state: 'unavailable',
@@ -51,19 +51,23 @@ function load(): WalCoalescing {
 }
 
 /**
- * Gives `db` the library's `sync_database_file()` (see native/wal-coalesce.c) when the shim is
- * loaded in this process; returns whether it did. Without it the checkpointer leaves the database
- * file's sync to SQLite, which is only slower: the RESTART's hold is longer.
+ * Gives `db` the library's `sync_database_file()` (see native/wal-coalesce.c) when wanted and the
+ * library loads; returns whether it did. Loading it on `db` registers the shim as well, which in
+ * the checkpointer thread, where this runs, the store's own loadWalCoalescing has already done.
+ * Without it the checkpointer leaves the database file's sync to SQLite, which is only slower: the
+ * RESTART's hold is longer.
  */
 export function addDatabaseFileSync(db: Database.Database, wanted: boolean): boolean {
-  if (loadWalCoalescing(wanted).state !== 'on') return false
+  if (!wanted) return false
   try {
-    db.loadExtension(path.join(packageRoot(), WAL_COALESCE_LIBRARY))
+    db.loadExtension(libraryPath())
     return true
   } catch {
     return false
   }
 }
+
+const libraryPath = () => path.join(packageRoot(), WAL_COALESCE_LIBRARY)
 
 /** The nearest folder above this module with a package.json: dist/src/... and dist/bundle alike. */
 function packageRoot(): string {
