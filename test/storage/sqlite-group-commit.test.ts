@@ -325,6 +325,50 @@ describe('sqlite group commit', () => {
     assert.equal(await readPlant(store, 1n), undefined, 'the plant is gone once the delete is')
   })
 
+  it("shows another process's acknowledged writes to a read made while its own commit syncs", async () => {
+    const synced: Array<() => void> = []
+    const gated: SyncFile = (fd, done) => synced.push(() => fs.fdatasync(fd, done))
+    const store = open({}, gated)
+    // A store of its own on the same file: connections, writer and syncs, as another process has.
+    const other = open()
+    assert.deepEqual(await create(other, plant(5n, 'to delete')), { kind: 'created' })
+    assert.match((await store.listPlantsJson({ limit: 10 })).json, /"to delete"/, 'a first page cached')
+
+    const pending = create(store, plant(1n, 'syncing'))
+    await until(() => synced.length === 1)
+    assert.deepEqual(await readPlant(store, 5n), plant(5n, 'to delete'), 'nobody else committed: no wait')
+    assert.deepEqual(await create(other, plant(2n, 'elsewhere')), { kind: 'created' })
+    assert.equal(await other.deletePlant(5n), true)
+
+    let done = 0
+    const reading = readPlant(store, 2n).finally(() => done++)
+    const listing = store.listPlantsJson({ limit: 10 }).finally(() => done++)
+    await sleep(20)
+    assert.equal(done, 0, 'the reads wait for the held snapshot to be released')
+    synced.shift()?.()
+    assert.deepEqual(await reading, plant(2n, 'elsewhere'))
+    const page = (await listing).json
+    assert.match(page, /"elsewhere"/)
+    assert.match(page, /"syncing"/, 'its own create, synced by then')
+    assert.doesNotMatch(page, /"to delete"/)
+    assert.deepEqual(await pending, { kind: 'created' })
+  })
+
+  it('lets reads that wait for a release go on when the sync fails instead', async () => {
+    const failing: Array<() => void> = []
+    const failed: SyncFile = (_fd, done) =>
+      failing.push(() => done(Object.assign(new Error('EIO'), { code: 'EIO' })))
+    const store = open({}, failed)
+    const other = open()
+    const pending = create(store, plant(1n, 'lost'))
+    await until(() => failing.length === 1)
+    assert.deepEqual(await create(other, plant(2n, 'elsewhere')), { kind: 'created' })
+    const reading = readPlant(store, 1n)
+    failing.shift()?.()
+    await assert.rejects(pending, StoreUnavailableError)
+    assert.equal(await reading, undefined, 'answered, from the last snapshot known to be durable')
+  })
+
   it('refuses every write after a failed WAL sync and reports unhealthy, without hanging', async () => {
     let fail = false
     const flaky: SyncFile = (fd, done) => {

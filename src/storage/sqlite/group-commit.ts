@@ -15,7 +15,7 @@
  * - checkpoints never run on this connection: the checkpointer thread runs them with the store's
  *   level, which syncs the WAL before copying and the database file before the WAL is reused;
  * - the read connection is held on the last durable snapshot while a commit awaits its sync, so a
- *   read never shows a plant whose create has not been answered (see `SnapshotHold`);
+ *   read never shows a plant whose create has not been answered (`durable-snapshot.ts`);
  * - the directory is synced once the WAL exists, so the file itself survives a power cut.
  */
 import fs from 'node:fs'
@@ -51,6 +51,8 @@ export interface WriterStats {
 export interface SnapshotHold {
   hold(): void
   release(): void
+  /** The writer broke: what it committed since the hold may not be on disk, and stays unshown. */
+  freeze(): void
 }
 
 /** How the WAL is synced; a test replaces it to make a sync fail. */
@@ -121,6 +123,7 @@ export class GroupCommitWriter {
       release: db.prepare('RELEASE op'),
       rollbackTo: db.prepare('ROLLBACK TO op'),
       totalChanges: db.prepare('SELECT total_changes()').pluck(),
+      dataVersion: db.prepare('PRAGMA data_version').pluck(),
     }
     if (options.synchronous === 'full') this.walFd = openWal(db, options.path)
     this.recycler = new WalRecycler(options, {
@@ -146,6 +149,11 @@ export class GroupCommitWriter {
   check(): void {
     const refused = this.refusal()
     if (refused) throw refused
+  }
+
+  /** SQLite's `data_version` on this connection: it moves whenever another connection commits. */
+  othersVersion(): number {
+    return this.control.dataVersion.get() as number
   }
 
   stats(): WriterStats {
@@ -290,6 +298,7 @@ export class GroupCommitWriter {
       cause: error,
     })
     // The read connection stays on the last snapshot known to be durable.
+    this.snapshot.freeze()
     const waiting = this.queue
     this.queue = []
     this.fail([...batch, ...waiting], this.broken)

@@ -14,6 +14,7 @@ import type {
 } from '../storage.js'
 import type { Row } from '../rows.js'
 import { openSqliteDatabase, type SqliteOptions, toDelivery, toToken } from './database.js'
+import { DurableSnapshot } from './durable-snapshot.js'
 import { GroupCommitWriter, type SyncFile, type WriterStats } from './group-commit.js'
 import { PageCache } from './page-cache.js'
 import { loadWalCoalescing, type WalCoalescing } from './wal-coalescing.js'
@@ -59,6 +60,7 @@ export class SqliteStorage implements Storage {
   /** Whether this process writes WAL frames through the coalescing VFS (`wal-coalescing.ts`). */
   readonly walCoalescing: WalCoalescing
   private readonly writer: GroupCommitWriter
+  private readonly snapshot: DurableSnapshot
   private readonly db: Database.Database
   private readonly statements
   private readonly pages = new PageCache()
@@ -73,7 +75,8 @@ export class SqliteStorage implements Storage {
         : []
     this.db = openSqliteDatabase(options)
     const db = this.db
-    this.writer = new GroupCommitWriter(options, this.snapshotHold(), syncFile)
+    this.snapshot = new DurableSnapshot(db, () => this.writer.othersVersion())
+    this.writer = new GroupCommitWriter(options, this.snapshot, syncFile)
     const exact = (sql: string) => db.prepare(sql).safeIntegers(true)
     this.statements = {
       plantJson: db.prepare(`SELECT ${PLANT_JSON} FROM plants WHERE id = ?`).pluck(),
@@ -99,37 +102,19 @@ export class SqliteStorage implements Storage {
     return this.writer.stats()
   }
 
-  /**
-   * Holds this connection in a read transaction begun before the writer's COMMIT, so its reads
-   * keep seeing the last durable state until the WAL sync returns. In WAL mode a read
-   * transaction's snapshot is fixed by its first read.
-   */
-  private snapshotHold() {
-    const db = this.db
-    const begin = db.prepare('BEGIN')
-    const firstRead = db.prepare('SELECT count(*) FROM schema_migrations')
-    const end = db.prepare('COMMIT')
-    return {
-      hold: () => {
-        if (db.inTransaction) return
-        begin.run()
-        firstRead.get()
-      },
-      release: () => {
-        if (db.inTransaction) end.run()
-      },
-    }
-  }
-
   createPlant(plant: Plant, payload: string): Promise<CreateOutcome> {
     return this.writer.write({ op: 'createPlant', plant, payload })
   }
 
-  async readPlantJson(id: bigint): Promise<string | undefined> {
-    return this.statements.plantJson.get(id) as string | undefined
+  readPlantJson(id: bigint): Promise<string | undefined> {
+    return this.read(() => this.statements.plantJson.get(id) as string | undefined)
   }
 
-  async listPlantsJson(query: ListQuery): Promise<PlantPage> {
+  listPlantsJson(query: ListQuery): Promise<PlantPage> {
+    return this.read(() => this.listNow(query))
+  }
+
+  private listNow(query: ListQuery): PlantPage {
     const s = this.statements
     const { after, tag, limit } = query
     // Only first pages are cached: every client starts there, while a page behind a cursor is
@@ -160,13 +145,15 @@ export class SqliteStorage implements Storage {
     return this.writer.write({ op: 'createToken', token })
   }
 
-  async findTokenByHash(hash: string): Promise<TokenRecord | undefined> {
-    const row = this.statements.tokenByHash.get(hash) as Row | undefined
-    return row ? toToken(row) : undefined
+  findTokenByHash(hash: string): Promise<TokenRecord | undefined> {
+    return this.read(() => {
+      const row = this.statements.tokenByHash.get(hash) as Row | undefined
+      return row ? toToken(row) : undefined
+    })
   }
 
-  async listTokens(): Promise<TokenRecord[]> {
-    return (this.statements.listTokens.all() as Row[]).map(toToken)
+  listTokens(): Promise<TokenRecord[]> {
+    return this.read(() => (this.statements.listTokens.all() as Row[]).map(toToken))
   }
 
   revokeToken(id: string): Promise<boolean> {
@@ -177,21 +164,23 @@ export class SqliteStorage implements Storage {
     return this.writer.write({ op: 'touchToken', id, at: at.getTime() })
   }
 
-  async countUsableTokens(now: Date): Promise<number> {
-    return Number((this.statements.countUsable.get(now.getTime()) as Row).n)
+  countUsableTokens(now: Date): Promise<number> {
+    return this.read(() => Number((this.statements.countUsable.get(now.getTime()) as Row).n))
   }
 
   addSubscription(subscription: Subscription): Promise<void> {
     return this.writer.write({ op: 'addSubscription', subscription })
   }
 
-  async listSubscriptions(): Promise<Subscription[]> {
-    return (this.statements.listSubscriptions.all() as Row[]).map((row) => ({
-      id: row.id as string,
-      url: row.url as string,
-      secret: row.secret as string,
-      createdAt: new Date(Number(row.created_at)),
-    }))
+  listSubscriptions(): Promise<Subscription[]> {
+    return this.read(() =>
+      (this.statements.listSubscriptions.all() as Row[]).map((row) => ({
+        id: row.id as string,
+        url: row.url as string,
+        secret: row.secret as string,
+        createdAt: new Date(Number(row.created_at)),
+      })),
+    )
   }
 
   removeSubscription(id: string): Promise<boolean> {
@@ -207,21 +196,37 @@ export class SqliteStorage implements Storage {
     return this.writer.write({ op: 'recordAttempt', result })
   }
 
-  async listDeliveries(options: { failedOnly: boolean; limit: number }): Promise<Delivery[]> {
-    const rows = this.db
-      .prepare(
-        `SELECT * FROM webhook_deliveries ${options.failedOnly ? "WHERE status = 'failed'" : ''}
-         ORDER BY created_at DESC, id LIMIT ?`,
-      )
-      .safeIntegers(true)
-      .all(options.limit) as Row[]
-    return rows.map(toDelivery)
+  listDeliveries(options: { failedOnly: boolean; limit: number }): Promise<Delivery[]> {
+    return this.read(() => {
+      const rows = this.db
+        .prepare(
+          `SELECT * FROM webhook_deliveries ${options.failedOnly ? "WHERE status = 'failed'" : ''}
+           ORDER BY created_at DESC, id LIMIT ?`,
+        )
+        .safeIntegers(true)
+        .all(options.limit) as Row[]
+      return rows.map(toDelivery)
+    })
   }
 
   /** Healthy when the file answers a query and the writer takes writes. */
   async ping(): Promise<void> {
     this.statements.ping.get()
     this.writer.check()
+  }
+
+  /**
+   * Runs a read now or, while the read connection holds a snapshot from before another process's
+   * commit, once the writer's sync released it (`DurableSnapshot.ready`).
+   */
+  private read<T>(run: () => T): Promise<T> {
+    const wait = this.snapshot.ready()
+    if (wait) return wait.then(run)
+    try {
+      return Promise.resolve(run())
+    } catch (error) {
+      return Promise.reject(error as Error)
+    }
   }
 
   /** Finishes every write already accepted, closes the writer, then the read connection. */
