@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
 import type { Config } from './config.js'
+import { silentConnectionCloser } from './http/drain.js'
 import type { Storage } from './storage/storage.js'
 
 export interface RunningServer {
@@ -23,6 +24,7 @@ export async function createServer(
 ): Promise<RunningServer> {
   let stopping: Promise<void> | undefined
   const app = await buildApp(config, storage, { draining: () => stopping !== undefined })
+  const closeSilentConnections = silentConnectionCloser(app.server)
 
   const shutdown = (reason: string) => {
     stopping ??= (async () => {
@@ -35,8 +37,11 @@ export async function createServer(
         app.server.closeAllConnections()
       }, config.shutdownTimeoutMs)
       // A keep-alive socket that finishes its request mid-drain would otherwise idle until its
-      // timeout; close such sockets as soon as they fall idle.
-      const reaper = setInterval(() => app.server.closeIdleConnections(), 100)
+      // timeout; close such sockets as soon as they fall idle, and those that never sent a byte.
+      const reaper = setInterval(() => {
+        app.server.closeIdleConnections()
+        closeSilentConnections()
+      }, 100)
       try {
         await app.close()
         await Promise.all(background.map((task) => task.stop()))

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http'
+import type { IncomingMessage, Server } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 
@@ -32,4 +32,22 @@ export function closeConnectionsWhileDraining(app: FastifyInstance, draining: ()
     }
     done(null, payload)
   })
+}
+
+/**
+ * Returns what closes, during a drain, the connections that have not sent a byte. Node's
+ * closeIdleConnections() leaves them open (it counts a connection as busy from its start, so that
+ * the headers timeout also covers a client that never sends anything), and server.close() stops
+ * the checks of that timeout: one such connection (a browser's or a proxy's preconnect) held every
+ * shutdown for all of SHUTDOWN_TIMEOUT_MS. Closing one loses no request: none has begun on it.
+ */
+export function silentConnectionCloser(server: Server): () => void {
+  const open = new Set<Socket>()
+  server.on('connection', (socket: Socket) => {
+    open.add(socket)
+    socket.once('close', () => open.delete(socket))
+  })
+  return () => {
+    for (const socket of open) if (socket.bytesRead === 0) socket.destroy()
+  }
 }

@@ -154,6 +154,21 @@ for (const store of testStores()) {
       assert.notEqual(code, 'still running', 'the service did not exit on SIGTERM')
     })
 
+    it('on SIGTERM closes a connection that has sent nothing, and exits without waiting for it', async () => {
+      const service = await spawnService(await serviceEnv(store, { SHUTDOWN_TIMEOUT_MS: '20000' }))
+      const silent = net.connect(Number(new URL(service.url).port), '127.0.0.1')
+      silent.on('data', () => {})
+      await new Promise((resolve) => silent.once('connect', resolve))
+      const closed = new Promise<number>((resolve) => silent.once('close', () => resolve(Date.now())))
+      await sleep(200)
+      const signalled = Date.now()
+      service.child.kill('SIGTERM')
+      const code = await Promise.race([service.exited, sleep(5_000).then(() => 'still running')])
+      if (code === 'still running') service.child.kill('SIGKILL')
+      assert.equal(code, 0, 'the service waited for a connection that had sent nothing')
+      assert.ok((await closed) - signalled < 5_000)
+    })
+
     it('exits 0 on SIGINT', async () => {
       const service = await spawnService(await serviceEnv(store))
       service.child.kill('SIGINT')
