@@ -85,6 +85,11 @@ export async function buildApp(
       ),
   })
 
+  // A client may send its request and then shut its side of the connection (`nc -N`, some HTTP/1.0
+  // clients). By default Node then drops every request on it that is still being answered: a
+  // create was stored, never answered and never logged. Half-open, what is in flight is answered,
+  // and the connection closed after the last answer.
+  ;(app.server as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true
   if (options.draining) closeConnectionsWhileDraining(app, options.draining)
   routeEveryHttpMethod(app)
   for (const schema of sharedSchemas) app.addSchema(schema)

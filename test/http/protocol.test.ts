@@ -131,6 +131,28 @@ describe('HTTP protocol details: Expect and percent-encoding on every route', ()
     })
   }
 
+  it('answers the requests of a client that shut its side of the connection after sending them', async () => {
+    const body = '{"id":175,"name":"half-closed"}'
+    const received = await new Promise<string>((resolve, reject) => {
+      let text = ''
+      const socket = net.connect(Number(new URL(service.url).port), '127.0.0.1')
+      socket.setEncoding('utf8')
+      socket.on('data', (chunk: string) => (text += chunk))
+      socket.on('error', reject)
+      socket.on('close', () => resolve(text))
+      socket.end(
+        `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n` +
+          `Content-Length: ${body.length}\r\n\r\n${body}` +
+          'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n',
+      )
+    })
+    const [created, health] = received.split(/(?=HTTP\/1\.1 )/)
+    assert.match(created ?? '', /^HTTP\/1\.1 200 OK\r\n[^]*\r\n\r\n\{"name":"half-closed"\}$/, received)
+    assert.match(health ?? '', /^HTTP\/1\.1 200 OK\r\n/, received)
+    const read = await request('GET', `${service.url}/plants/175`, { token })
+    assert.equal(read.text, '{"id":175,"name":"half-closed"}')
+  })
+
   it('checks the token before the query: 401 first', async () => {
     const response = await request('GET', `${service.url}/plants/1?x=%ff`)
     assert.equal(response.status, 401)
