@@ -10,7 +10,7 @@ import { installExpectHandling } from './http/expect-header.js'
 import { requireHost } from './http/host-header.js'
 import { registerJsonBodyParser } from './http/json-body.js'
 import { lazyRequestLogger } from './http/lazy-request-logger.js'
-import { badQueryEncoding } from './http/query-encoding.js'
+import { badPathEncoding, badQueryEncoding } from './http/query-encoding.js'
 import { installRequestLogging, requestIdFrom } from './http/request-logging.js'
 import { dedupedSerializers } from './http/serializers.js'
 import { installValidators } from './http/validators.js'
@@ -23,6 +23,12 @@ import type { Storage } from './storage/storage.js'
 
 const routeNotFound = (request: FastifyRequest) =>
   new ApiError('ROUTE_NOT_FOUND', `no route for ${request.method} ${request.url.split('?')[0]}`)
+
+/**
+ * The longest path parameter the router takes (the only one is a plant id): an int64 has at most
+ * 20 characters, and leading zeros (`/plants/007`) are allowed up to this.
+ */
+const MAX_ID_LENGTH = 100
 
 /** How often Node looks for connections past their headers or request timeout. */
 const CONNECTION_CHECK_MS = 500
@@ -66,22 +72,23 @@ export async function buildApp(
     // was in a shape of its own, and made a rolling restart fail requests a peer would have served.
     return503OnClosing: false,
     exposeHeadRoutes: true,
+    routerOptions: { maxParamLength: MAX_ID_LENGTH },
     schemaController: { compilersFactory: { buildSerializer: dedupedSerializers() } },
     clientErrorHandler,
     // Malformed percent-encoding and over-long path parameters (the only one is a plant id) are
     // rejected by the router before any route runs; answer them in the Error shape too.
-    frameworkErrors: (error, _request, reply) =>
+    frameworkErrors: (error, request, reply) =>
       sendError(
         reply,
         error.code === 'FST_ERR_MAX_PARAM_LENGTH'
           ? new ApiError(
               'VALIDATION_FAILED',
-              'path parameter id is too long: an id has at most 20 characters',
+              `path parameter id is too long: it has at most ${MAX_ID_LENGTH} characters`,
               {
-                details: [{ field: 'id', rule: 'has at most 20 characters' }],
+                details: [{ field: 'id', rule: `has at most ${MAX_ID_LENGTH} characters` }],
               },
             )
-          : new ApiError('VALIDATION_FAILED', 'URL is malformed: bad percent-encoding'),
+          : badPathEncoding(request.url),
       ),
   })
 

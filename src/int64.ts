@@ -17,23 +17,31 @@ export function integerFromLiteral(literal: string): bigint | undefined {
   const match = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(literal)
   if (!match) return undefined
   const [, sign, whole = '', fraction = '', exponentText = '0'] = match
-  const exponent = Number(exponentText)
-  // Far outside int64 either way; avoid building huge strings for 1e999999.
-  if (exponent > 40) return /^0*$/.test(whole + fraction) ? 0n : BigInt(`${sign}1${'0'.repeat(41)}`)
   const digits = whole + fraction
-  const pointAt = whole.length + exponent
-  if (pointAt <= 0) return /^0*$/.test(digits) ? 0n : undefined
+  const significant = digits.replace(/^0+/, '')
+  if (significant === '') return 0n
+  // Digits before the decimal point, counted from the first significant one: leading zeros
+  // (`0.0001e4`) count for nothing, whatever the exponent.
+  const pointAt = whole.length + Number(exponentText) - (digits.length - significant.length)
+  if (pointAt <= 0) return undefined
+  // 21 digits or more is far outside int64; and 1e999999 must not build a million-digit string.
+  if (pointAt > 20) return BigInt(`${sign}1${'0'.repeat(20)}`)
   const intPart =
-    pointAt >= digits.length ? digits + '0'.repeat(pointAt - digits.length) : digits.slice(0, pointAt)
-  const fracPart = pointAt >= digits.length ? '' : digits.slice(pointAt)
-  if (!/^0*$/.test(fracPart)) return undefined
+    pointAt >= significant.length
+      ? significant + '0'.repeat(pointAt - significant.length)
+      : significant.slice(0, pointAt)
+  if (!/^0*$/.test(significant.slice(pointAt))) return undefined
   const value = BigInt(intPart)
   return sign === '-' ? -value : value
 }
 
-/** Parses a path or query value such as `-42`; undefined unless it is plain decimal digits. */
+/**
+ * Parses a path or query value such as `-42` or `007`; undefined unless it is plain decimal digits
+ * within int64. Leading zeros are allowed in any number (the router bounds a path's length).
+ */
 export function parseInt64Text(text: string): bigint | undefined {
-  if (!/^-?\d{1,20}$/.test(text)) return undefined
-  const value = BigInt(text)
+  const match = /^(-?)0*(\d{1,19})$/.exec(text)
+  if (!match) return undefined
+  const value = BigInt(`${match[1]}${match[2]}`)
   return isInt64(value) ? value : undefined
 }

@@ -23,16 +23,29 @@ function decodes(text: string): boolean {
   }
 }
 
+const RULE = 'must be valid percent-encoded UTF-8'
+const WHY = 'each % needs two hex digits, and the bytes must be UTF-8'
+
 /** The 400, naming the first parameter whose name or value does not decode. */
 function badEncoding(query: string): ApiError {
   const pair = query.split('&').find((part) => !decodes(part)) ?? query
   const rawName = pair.split('=')[0] ?? ''
   const name = decodes(rawName) ? decodeURIComponent(rawName) : rawName
   const field = name.length > 100 ? `${name.slice(0, 100)}...` : name
-  const rule = 'must be valid percent-encoded UTF-8'
-  return new ApiError(
-    'VALIDATION_FAILED',
-    `query parameter ${field} has bad percent-encoding: each % needs two hex digits, and the bytes must be UTF-8`,
-    { details: [{ field, rule }] },
-  )
+  return new ApiError('VALIDATION_FAILED', `query parameter ${field} has bad percent-encoding: ${WHY}`, {
+    details: [{ field, rule: RULE }],
+  })
+}
+
+/**
+ * The 400 for a path the router refused as badly percent-encoded. Under /plants/ the segment is
+ * the only path parameter, the plant id, so it is named; elsewhere the path itself is.
+ */
+export function badPathEncoding(url: string): ApiError {
+  const path = url.split('?')[0] ?? url
+  const field = /^\/plants\/[^/]*$/.test(path) ? 'id' : 'path'
+  const subject = field === 'id' ? 'path parameter id' : 'the path'
+  return new ApiError('VALIDATION_FAILED', `${subject} has bad percent-encoding: ${WHY}`, {
+    details: [{ field, rule: RULE }],
+  })
 }

@@ -80,6 +80,13 @@ for (const store of testStores()) {
       })
     }
 
+    it('reads leading zeros of a literal as nothing, however large its exponent', async () => {
+      // 0.(40 zeros)123e45 is 12300: its exponent alone is past int64, its value is not.
+      const response = await post(`{"id":0.${'0'.repeat(40)}123e45,"name":"Zeros"}`)
+      assert.equal(response.status, 200, response.text)
+      assert.equal((await read('12300')).text, '{"id":12300,"name":"Zeros"}')
+    })
+
     it('rejects a fractional id beyond 2^53 that doubles would round to an integer', async () => {
       const response = await post('{"id":9007199254740993.5,"name":"Half"}')
       assert.equal(response.status, 400)

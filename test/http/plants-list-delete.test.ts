@@ -170,6 +170,13 @@ for (const store of testStores()) {
       assert.match(exact.text, /"id":9007199254740993/)
     })
 
+    it('reads after written with leading zeros, however many', async () => {
+      const plain = await list('?after=9007199254740992&limit=1')
+      const padded = await list(`?after=${'0'.repeat(40)}9007199254740992&limit=1`)
+      assert.equal(padded.status, 200, padded.text)
+      assert.equal(padded.text, plain.text)
+    })
+
     it('accepts limit 1 and 1000, leading zeros or not', async () => {
       assert.equal((await list('?limit=1')).json.length, 1)
       assert.equal((await list('?limit=1000')).json.length, ids.length)

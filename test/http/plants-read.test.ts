@@ -46,8 +46,30 @@ for (const store of testStores()) {
       })
     }
 
+    it('reads an id written with leading zeros, up to 100 characters in all', async () => {
+      for (const path of ['005', `${'0'.repeat(30)}5`, `${'0'.repeat(99)}5`]) {
+        const response = await request('GET', `${service.url}/plants/${path}`, { token })
+        assert.equal(response.text, '{"id":5,"name":"Rose","tag":"flower"}', path)
+      }
+      const min = await request('GET', `${service.url}/plants/-${'0'.repeat(10)}9223372036854775808`, {
+        token,
+      })
+      assert.equal(min.status, 404, 'int64 min with leading zeros is an id, of no plant')
+    })
+
+    it('names id for bad percent-encoding in it, on GET and DELETE', async () => {
+      for (const method of ['GET', 'DELETE'] as const) {
+        const response = await request(method, `${service.url}/plants/980%ff`, { token })
+        assert.equal(response.status, 400)
+        assert.match(response.json.message, /^path parameter id has bad percent-encoding/)
+        assert.deepEqual(response.json.details, [
+          { field: 'id', rule: 'must be valid percent-encoded UTF-8' },
+        ])
+      }
+    })
+
     it('answers 400 in the Error shape for an over-long id and malformed percent-encoding', async () => {
-      for (const path of [`/plants/${'1'.repeat(150)}`, '/plants/%zz']) {
+      for (const path of [`/plants/${'1'.repeat(150)}`, `/plants/${'0'.repeat(100)}5`, '/plants/%zz']) {
         const response = await request('GET', `${service.url}${path}`, { token })
         assert.equal(response.status, 400, path)
         assert.equal(response.json.error, 400)
@@ -55,7 +77,7 @@ for (const store of testStores()) {
       }
       const long = await request('GET', `${service.url}/plants/${'1'.repeat(150)}`, { token })
       assert.match(long.json.message, /^path parameter id is too long/)
-      assert.deepEqual(long.json.details, [{ field: 'id', rule: 'has at most 20 characters' }])
+      assert.deepEqual(long.json.details, [{ field: 'id', rule: 'has at most 100 characters' }])
     })
 
     it('answers 400 naming tag for a NUL in the tag filter', async () => {
