@@ -10,6 +10,16 @@ export function requestIdFrom(header: string | string[] | undefined): string {
   return value && SAFE_REQUEST_ID.test(value) ? value : randomUUID()
 }
 
+/**
+ * The request URL as logged. A token sent in the query (`?access_token=`, RFC 6750's third way,
+ * which this API refuses with a 401) must not reach the logs, where the Authorization header never
+ * does: the value of any `access_token` parameter, and anything shaped like a token, is replaced.
+ */
+export function loggedUrl(url: string | undefined): string | undefined {
+  if (url === undefined || !/pst_|access_token/i.test(url)) return url
+  return url.replace(/(access_token=)[^&#]*/gi, '$1[redacted]').replace(/pst_[0-9A-Za-z]+/g, 'pst_[redacted]')
+}
+
 /** Fields of the one line logged per request. */
 interface RequestLine {
   reqId: string
@@ -24,7 +34,7 @@ interface RequestLine {
  * where the onResponse hook below never runs.
  */
 export function logRequestLine(app: FastifyInstance, line: RequestLine): void {
-  if (isLevelEnabled(app.log, 'info')) app.log.info(line, 'request')
+  if (isLevelEnabled(app.log, 'info')) app.log.info({ ...line, url: loggedUrl(line.url) }, 'request')
 }
 
 /**
@@ -46,7 +56,7 @@ export function installRequestLogging(app: FastifyInstance): void {
         reqId: request.id,
         method: request.method,
         route: request.routeOptions.url ?? null,
-        url: request.url,
+        url: loggedUrl(request.url),
         status: reply.statusCode,
         durationMs: Math.round(reply.elapsedTime * 100) / 100,
       },

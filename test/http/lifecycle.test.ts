@@ -278,6 +278,11 @@ for (const store of testStores()) {
       const token = await createToken(env, 'lifecycle')
       const service = await spawnService(env)
       await request('GET', `${service.url}/plants/123`, { token, headers: { 'x-request-id': 'log-check-1' } })
+      // RFC 6750's query form is refused, and its token kept out of the log line all the same.
+      const inQuery = await request('GET', `${service.url}/plants?limit=1&access_token=${token}`, {
+        headers: { 'x-request-id': 'log-check-2' },
+      })
+      assert.equal(inQuery.status, 401)
       service.child.kill('SIGTERM')
       await service.exited
       const lines = service
@@ -292,6 +297,11 @@ for (const store of testStores()) {
       assert.equal(entry.status, 404)
       assert.equal(typeof entry.durationMs, 'number')
       assert.ok(!service.output().includes(token), 'the token appeared in the logs')
+      const refused = service
+        .output()
+        .split('\n')
+        .find((line) => line.includes('log-check-2'))
+      assert.equal(JSON.parse(refused as string).url, '/plants?limit=1&access_token=[redacted]')
     })
   })
 }
