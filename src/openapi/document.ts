@@ -42,6 +42,10 @@ Decisions where the seed description says "not shown":
 /** Registers @fastify/swagger; routes declared after this appear in the document. */
 export async function registerOpenApi(app: FastifyInstance): Promise<void> {
   await app.register(swagger, {
+    // Every GET also answers HEAD (Fastify's exposeHeadRoutes), and the Allow headers say so; the
+    // document lists those too, each with operationId `<get's>-head` and the GET's responses,
+    // whose bodies HEAD leaves out.
+    exposeHeadRoutes: true,
     openapi: {
       openapi: '3.1.0',
       info: {

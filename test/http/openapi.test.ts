@@ -46,6 +46,15 @@ describe('GET /openapi.json', () => {
     }
   })
 
+  it('lists the HEAD that every GET also answers, under an operationId of its own', async () => {
+    for (const path of ['/plants', '/plants/{id}', '/openapi.json', '/healthz', '/readyz']) {
+      assert.equal(doc.paths[path].head?.operationId, `${doc.paths[path].get.operationId}-head`, path)
+    }
+    const head = await request('HEAD', `${service.url}/healthz`)
+    assert.equal(head.status, 200)
+    assert.equal(head.text, '')
+  })
+
   it('declares that any 2xx from a webhook subscriber acknowledges a delivery', () => {
     const { responses } = doc.webhooks.newPlant.post
     assert.deepEqual(Object.keys(responses), ['2XX'])
