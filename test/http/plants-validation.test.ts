@@ -60,6 +60,27 @@ for (const store of testStores()) {
       })
     }
 
+    it('lists every field at fault in details, and names the first in the message', async () => {
+      const both = await post({ id: 'x', name: 5, tag: '' })
+      assert.equal(both.status, 400)
+      assert.equal(both.json.message, 'id must be an integer')
+      assert.deepEqual(both.json.details, [
+        { field: 'id', rule: 'must be an integer' },
+        { field: 'name', rule: 'must be a string' },
+        { field: 'tag', rule: 'must NOT have fewer than 1 characters' },
+      ])
+      const empty = await post({})
+      assert.deepEqual(empty.json.details, [
+        { field: 'id', rule: 'is required' },
+        { field: 'name', rule: 'is required' },
+      ])
+      const query = await request('GET', `${service.url}/plants?limit=0&after=x`, { token })
+      assert.deepEqual(
+        query.json.details.map((detail: { field: string }) => detail.field),
+        ['limit', 'after'],
+      )
+    })
+
     it('says "must be an integer" for a fractional id and a path id of letters, as its own checks do', async () => {
       assert.equal((await post('{"id":1.5,"name":"x"}')).json.message, 'id must be an integer')
       const read = await request('GET', `${service.url}/plants/abc`, { token })
