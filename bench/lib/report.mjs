@@ -122,6 +122,34 @@ export function evaluateTargets(results, rows) {
   ratioTarget(`Create (random ids), SQLite, ${sync}, empty store`, 'create-rand', 'sqlite-empty', 0.6)
   ratioTarget('Read by id, SQLite', 'get-id', 'sqlite-empty', 0.85)
   ratioTarget('List of 100, SQLite', 'list-100', 'sqlite-empty', 0.5)
+  // The issue names one baseline, the echo of POST /plants; the read scenarios above are judged
+  // against a baseline that serves the same read from memory, which is stricter. Both are shown.
+  const echoTarget = (name, scenario, threshold) => {
+    const r = row(scenario, 'sqlite-empty')
+    const echo = row('create-seq', 'sqlite-empty')
+    const value = r && echo ? r.serviceRps / echo.baselineRps : Number.NaN
+    targets.push({
+      name,
+      threshold: `>= ${threshold}x`,
+      measured: Number.isFinite(value)
+        ? `${judged(value)}x (${int(r.serviceRps)} req/s against the echo's ${int(echo.baselineRps)}, medians)`
+        : '–',
+      met: Number.isFinite(value) ? value >= threshold : undefined,
+    })
+  }
+  echoTarget(
+    "Read by id, SQLite, against the issue's own baseline (the echo of POST /plants, in create-seq's rounds)",
+    'get-id',
+    0.85,
+  )
+  echoTarget(
+    "List of 100, SQLite, against the issue's own baseline (the echo of POST /plants, in create-seq's rounds)",
+    'list-100',
+    0.5,
+  )
+  ratioTarget('Read by id, SQLite, 10M plants', 'get-id', 'sqlite-big', 0.85)
+  ratioTarget('Read by id, PostgreSQL', 'get-id', 'postgres-empty', 0.85)
+  ratioTarget('List of 100, PostgreSQL', 'list-100', 'postgres-empty', 0.5)
   ratioTarget(
     'List of 100 from random cursors (pages rarely cached), SQLite',
     'list-after',
@@ -159,7 +187,7 @@ export function evaluateTargets(results, rows) {
       name: `p99 latency of ${scenario} at ${results.options.connections} connections, SQLite, vs baseline p99 in the same round`,
       threshold: '<= 2x',
       measured: r
-        ? `${judged(r.p99Ratio)}x (service ${ms(r.serviceP99)} ms vs baseline ${ms(r.baselineP99)} ms, medians)`
+        ? `${judged(r.p99Ratio)}x (median of the rounds' ratios: ${r.rounds.map((x) => judged(x.p99Ratio)).join(', ')}; p99 medians: service ${ms(r.serviceP99)} ms, baseline ${ms(r.baselineP99)} ms)`
         : '–',
       met: r ? r.p99Ratio <= 2 : undefined,
     })
