@@ -212,6 +212,25 @@ for (const store of testStores()) {
       }
     })
 
+    it('closes a connection that sends nothing within HEADERS_TIMEOUT_MS, with a 408 Error', async () => {
+      const service = await spawnService(await serviceEnv(store, { HEADERS_TIMEOUT_MS: '1000' }))
+      try {
+        const socket = net.connect(Number(new URL(service.url).port), '127.0.0.1')
+        let received = ''
+        socket.on('data', (chunk) => (received += chunk))
+        const started = Date.now()
+        const closed = new Promise<number>((resolve) => socket.once('close', () => resolve(Date.now())))
+        const end = await Promise.race([closed, sleep(8000).then(() => 0)])
+        socket.destroy()
+        assert.ok(end > 0, 'a connection that sent nothing was never closed')
+        assert.ok(end - started >= 1000, `closed after ${end - started} ms`)
+        assert.match(received, /^HTTP\/1\.1 408 Request Timeout\r\n/)
+      } finally {
+        service.child.kill('SIGKILL')
+        await service.exited
+      }
+    })
+
     if (store === 'sqlite') {
       it('stops gracefully, exit 0, when `npm start` itself gets SIGTERM', async () => {
         const service = await spawnService(await serviceEnv(store), [], { npmStart: true })
