@@ -66,7 +66,7 @@ export async function prepareSqlite({ dir, id, plants, env }) {
     plants,
     prefillMs,
     readMax: plants,
-    idStep: plants > 0 ? idStep(plants) : 1n,
+    idStep: idStep(plants),
   }
 }
 
@@ -176,7 +176,7 @@ export async function preparePostgres({ serverUrl, name, plants, env }) {
     plants,
     prefillMs,
     readMax: plants,
-    idStep: plants > 0 ? idStep(plants) : 1n,
+    idStep: idStep(plants),
   }
 }
 
