@@ -1,15 +1,17 @@
 import { parseArgs } from 'node:util'
 import { randomBase62 } from '../auth/token-format.js'
-import type { Delivery, Storage } from '../storage/storage.js'
+import type { Delivery, DeliveryAttempt, Storage } from '../storage/storage.js'
 import { generateWebhookSecret } from '../webhooks/signer.js'
 import { CommandError, print, table, UsageError } from './output.js'
 
 export const webhooksUsage = `plant-store webhooks add URL
 plant-store webhooks list [--json]
 plant-store webhooks remove ID
-plant-store webhooks deliveries [--failed] [--limit N] [--json]`
+plant-store webhooks deliveries [--failed] [--limit N] [--attempts N] [--json]`
 
 const DEFAULT_DELIVERY_LIMIT = 50
+/** Attempts shown per delivery, newest first: enough to see how a failure changed. */
+const DEFAULT_ATTEMPTS_SHOWN = 5
 
 const MAX_URL_LENGTH = 2048
 
@@ -37,7 +39,14 @@ export function parseSubscriberUrl(raw: string): string {
   return url.href
 }
 
-const describeDelivery = (delivery: Delivery) => ({
+const describeAttempt = (attempt: DeliveryAttempt) => ({
+  attempt: attempt.attempt,
+  at: attempt.at.toISOString(),
+  httpStatus: attempt.status,
+  error: attempt.error,
+})
+
+const describeDelivery = (delivery: Delivery, attempts: DeliveryAttempt[]) => ({
   id: delivery.id,
   subscription: delivery.subscriptionId,
   // A string, so the id stays exact for any JSON reader.
@@ -49,7 +58,45 @@ const describeDelivery = (delivery: Delivery) => ({
   lastAttempt: delivery.lastAttemptAt?.toISOString() ?? null,
   nextAttempt: delivery.status === 'pending' ? delivery.nextAttemptAt.toISOString() : null,
   created: delivery.createdAt.toISOString(),
+  recentAttempts: attempts.map(describeAttempt),
 })
+
+type DeliveryView = ReturnType<typeof describeDelivery>
+
+/**
+ * The table has a row per attempt shown, newest first, under its delivery's columns; a delivery
+ * with none shown gets one row. A delivery's own last error that no attempt shown explains (a
+ * removed subscription, or `--attempts 0`) gets a row of its own, without an attempt number.
+ */
+function attemptRows(delivery: DeliveryView): Record<string, string>[] {
+  const head = {
+    id: delivery.id,
+    subscription: delivery.subscription,
+    plantId: delivery.plantId,
+    status: delivery.status,
+    nextAttempt: delivery.nextAttempt ?? '',
+  }
+  const rows = delivery.recentAttempts.map((attempt) => ({
+    ...head,
+    attempt: `${attempt.attempt}/${delivery.attempts}`,
+    at: attempt.at,
+    httpStatus: attempt.httpStatus === null ? '' : String(attempt.httpStatus),
+    error: attempt.error ?? '',
+  }))
+  const newest = delivery.recentAttempts[0]
+  if (delivery.lastError !== null && newest?.error !== delivery.lastError) {
+    rows.unshift({ ...head, attempt: '', at: '', httpStatus: '', error: delivery.lastError })
+  }
+  return rows.length > 0 ? rows : [{ ...head, attempt: '', at: '', httpStatus: '', error: '' }]
+}
+
+/** A whole number from `min` to `max`, or a usage error naming the option. */
+function wholeNumber(option: string, raw: string, min: number, max: number): number {
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    throw new UsageError(`${option} must be a whole number from ${min} to ${max}, got "${raw}"`)
+  }
+  return Number(raw)
+}
 
 async function add(storage: Storage, args: string[]): Promise<void> {
   const { positionals } = parseArgs({ args, allowPositionals: true, strict: true })
@@ -92,45 +139,54 @@ async function remove(storage: Storage, args: string[]): Promise<void> {
 async function deliveries(storage: Storage, args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
-    options: { failed: { type: 'boolean' }, limit: { type: 'string' }, json: { type: 'boolean' } },
+    options: {
+      failed: { type: 'boolean' },
+      limit: { type: 'string' },
+      attempts: { type: 'string' },
+      json: { type: 'boolean' },
+    },
     strict: true,
   })
-  let limit = DEFAULT_DELIVERY_LIMIT
-  if (values.limit !== undefined) {
-    if (!/^\d+$/.test(values.limit) || Number(values.limit) < 1 || Number(values.limit) > 1000) {
-      throw new UsageError(`--limit must be a whole number from 1 to 1000, got "${values.limit}"`)
-    }
-    limit = Number(values.limit)
+  const limit =
+    values.limit === undefined ? DEFAULT_DELIVERY_LIMIT : wholeNumber('--limit', values.limit, 1, 1000)
+  const each =
+    values.attempts === undefined
+      ? DEFAULT_ATTEMPTS_SHOWN
+      : wholeNumber('--attempts', values.attempts, 0, 1000)
+  const found = await storage.listDeliveries({ failedOnly: values.failed === true, limit })
+  const attemptsOf = new Map<string, DeliveryAttempt[]>()
+  for (const attempt of each === 0
+    ? []
+    : await storage.listAttempts(
+        found.map((d) => d.id),
+        each,
+      )) {
+    const list = attemptsOf.get(attempt.deliveryId) ?? []
+    list.push(attempt)
+    attemptsOf.set(attempt.deliveryId, list)
   }
-  const rows = (await storage.listDeliveries({ failedOnly: values.failed === true, limit })).map(
-    describeDelivery,
+  const rows = found.map((delivery) =>
+    describeDelivery(
+      delivery,
+      (attemptsOf.get(delivery.id) ?? []).sort((a, b) => b.attempt - a.attempt),
+    ),
   )
   if (values.json) {
     print(JSON.stringify(rows, null, 2))
     return
   }
   print(
-    table(
-      rows.map((d) => ({
-        ...d,
-        attempts: String(d.attempts),
-        lastStatus: d.lastStatus === null ? '' : String(d.lastStatus),
-        lastError: d.lastError ?? '',
-        lastAttempt: d.lastAttempt ?? '',
-        nextAttempt: d.nextAttempt ?? '',
-      })),
-      [
-        'id',
-        'subscription',
-        'plantId',
-        'status',
-        'attempts',
-        'lastStatus',
-        'lastError',
-        'nextAttempt',
-        'created',
-      ],
-    ),
+    table(rows.flatMap(attemptRows), [
+      'id',
+      'subscription',
+      'plantId',
+      'status',
+      'attempt',
+      'at',
+      'httpStatus',
+      'error',
+      'nextAttempt',
+    ]),
   )
 }
 

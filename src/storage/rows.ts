@@ -1,4 +1,4 @@
-import type { Delivery, Plant, TokenRecord } from './storage.js'
+import type { Delivery, DeliveryAttempt, Plant, TokenRecord } from './storage.js'
 
 /** A row as a driver returns it. */
 export type Row = Record<string, unknown>
@@ -17,13 +17,16 @@ export function toPlant(row: Row): Plant {
 }
 
 /**
- * Token and delivery rows of either store as the storage interface's records. The tables have
+ * Token, delivery and attempt rows of either store as the storage interface's records. The tables have
  * the same columns in both; only the time type differs. Integers go through Number/BigInt, as
  * SQLite may return either type for them.
  */
 export function recordReaders(time: TimeReader) {
   const maybeTime = (value: unknown): Date | null =>
     value === null || value === undefined ? null : time(value)
+  const maybeNumber = (value: unknown): number | null =>
+    value === null || value === undefined ? null : Number(value)
+  const maybeText = (value: unknown): string | null => (value as string | null | undefined) ?? null
   return {
     toToken: (row: Row): TokenRecord => ({
       id: row.id as string,
@@ -44,9 +47,16 @@ export function recordReaders(time: TimeReader) {
       attempts: Number(row.attempts),
       nextAttemptAt: time(row.next_attempt_at),
       lastAttemptAt: maybeTime(row.last_attempt_at),
-      lastStatus: row.last_status === null || row.last_status === undefined ? null : Number(row.last_status),
-      lastError: (row.last_error as string | null) ?? null,
+      lastStatus: maybeNumber(row.last_status),
+      lastError: maybeText(row.last_error),
       createdAt: time(row.created_at),
+    }),
+    toAttempt: (row: Row): DeliveryAttempt => ({
+      deliveryId: row.delivery_id as string,
+      attempt: Number(row.attempt),
+      at: time(row.at),
+      status: maybeNumber(row.status),
+      error: maybeText(row.error),
     }),
   }
 }

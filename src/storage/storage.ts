@@ -71,6 +71,18 @@ export interface Delivery {
   createdAt: Date
 }
 
+/** One attempt at a delivery, as the worker recorded it. */
+export interface DeliveryAttempt {
+  deliveryId: string
+  /** 1 for the first attempt; the delivery's `attempts` is the newest one's number. */
+  attempt: number
+  at: Date
+  /** The subscriber's HTTP status; null when no answer came (a timeout, a refused connection). */
+  status: number | null
+  /** Why the attempt did not deliver; null when it did. */
+  error: string | null
+}
+
 /** A delivery leased to one worker, with what it needs to send it. */
 export interface LeasedDelivery extends Delivery {
   url: string
@@ -134,9 +146,15 @@ export interface Storage {
    * another live lease holds, so instances can share one outbox.
    */
   claimDeliveries(request: ClaimRequest): Promise<LeasedDelivery[]>
-  /** Records an attempt; ignored when the lease was lost to another owner. */
+  /**
+   * Records an attempt, in the delivery's row and in its attempt history, in one transaction;
+   * ignored when the lease was lost to another owner.
+   */
   recordAttempt(result: AttemptResult): Promise<void>
+  /** The newest deliveries first. */
   listDeliveries(options: { failedOnly: boolean; limit: number }): Promise<Delivery[]>
+  /** The newest `each` attempts of each of these deliveries, newest first per delivery. */
+  listAttempts(deliveryIds: readonly string[], each: number): Promise<DeliveryAttempt[]>
 
   /** Resolves when the store answers a trivial query. */
   ping(): Promise<void>

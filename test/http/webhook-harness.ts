@@ -157,8 +157,11 @@ export interface DeliveryRow {
   attempts: number
   lastStatus: number | null
   lastError: string | null
+  lastAttempt: string | null
   nextAttempt: string | null
   created: string
+  /** Newest first. */
+  recentAttempts: { attempt: number; at: string; httpStatus: number | null; error: string | null }[]
 }
 
 /** A fresh store, the service running on it, an API token, and cleanup registered on `t`. */

@@ -177,6 +177,92 @@ for (const store of testStores()) {
       for (const row of failed) assert.ok(text.stdout.includes(row.id))
     })
 
+    it('lists each attempt with its HTTP status and error, newest first', async (t) => {
+      const ctx = await setup(t, { WEBHOOK_TIMEOUT_MS: '200' })
+      const receiver = await ctx.receiver()
+      receiver.answer = (n) => (n === 1 ? 500 : n === 2 ? 'hold' : 503)
+      await ctx.subscribe(receiver)
+      await ctx.start()
+      assert.equal((await ctx.post('{"id":15,"name":"Fickle receiver"}')).status, 200)
+      const [row] = await waitFor('failed after three different failures', async () => {
+        const rows = await ctx.deliveries('--failed')
+        return rows.length === 1 ? rows : undefined
+      })
+      assert.ok(row)
+      assert.deepEqual(
+        row.recentAttempts.map(({ attempt, httpStatus, error }) => ({ attempt, httpStatus, error })),
+        [
+          { attempt: 3, httpStatus: 503, error: 'HTTP 503' },
+          { attempt: 2, httpStatus: null, error: 'timeout after 200 ms' },
+          { attempt: 1, httpStatus: 500, error: 'HTTP 500' },
+        ],
+      )
+      const times = row.recentAttempts.map((a) => Date.parse(a.at))
+      assert.ok(
+        times.every((time, i) => i === 0 || time <= (times[i - 1] ?? 0)),
+        times.join(' '),
+      )
+      assert.equal(row.recentAttempts[0]?.at, row.lastAttempt)
+
+      assert.deepEqual(
+        (await ctx.deliveries('--attempts', '1'))[0]?.recentAttempts.map((a) => a.attempt),
+        [3],
+      )
+      assert.deepEqual((await ctx.deliveries('--attempts', '0'))[0]?.recentAttempts, [])
+      for (const bad of ['-1', 'x', '1001', '1.5']) {
+        const result = await runCli(['webhooks', 'deliveries', `--attempts=${bad}`], ctx.env)
+        assert.equal(result.code, 2, `--attempts ${bad}`)
+        assert.match(result.stderr, /--attempts must be a whole number from 0 to 1000/)
+      }
+
+      const text = await runCli(['webhooks', 'deliveries', '--failed'], ctx.env)
+      assert.equal(text.code, 0, text.stderr)
+      const lines = text.stdout.trim().split('\n')
+      assert.match(lines[0] ?? '', /^ID +SUBSCRIPTION +PLANTID +STATUS +ATTEMPT +AT +HTTPSTATUS +ERROR/)
+      const rows = lines.slice(1)
+      assert.equal(rows.length, 3, text.stdout)
+      for (const [i, [attempt, detail]] of [
+        ['3/3', /503 +HTTP 503/],
+        ['2/3', / timeout after 200 ms/],
+        ['1/3', /500 +HTTP 500/],
+      ].entries()) {
+        assert.ok(rows[i]?.startsWith(row.id), rows[i])
+        assert.ok(rows[i]?.includes(` ${attempt} `), rows[i])
+        assert.match(rows[i] ?? '', detail as RegExp)
+      }
+    })
+
+    it("fails a removed subscriber's pending delivery and keeps its attempts apart from why", async (t) => {
+      const ctx = await setup(t, { WEBHOOK_BACKOFF_BASE_MS: '60000', WEBHOOK_BACKOFF_MAX_MS: '60000' })
+      const receiver = await ctx.receiver()
+      receiver.answer = () => 500
+      await ctx.subscribe(receiver)
+      await ctx.start()
+      assert.equal((await ctx.post('{"id":16,"name":"Orphan"}')).status, 200)
+      await waitFor('first attempt', async () => (await ctx.deliveries())[0]?.attempts === 1)
+      const [subscription] = JSON.parse((await runCli(['webhooks', 'list', '--json'], ctx.env)).stdout) as {
+        id: string
+      }[]
+      assert.ok(subscription)
+      assert.equal((await runCli(['webhooks', 'remove', subscription.id], ctx.env)).code, 0)
+      const [row] = await ctx.deliveries('--failed')
+      assert.deepEqual(
+        [
+          row?.status,
+          row?.lastError,
+          row?.nextAttempt,
+          row?.recentAttempts.map((a) => [a.httpStatus, a.error]),
+        ],
+        ['failed', 'subscription removed', null, [[500, 'HTTP 500']]],
+      )
+      const text = await runCli(['webhooks', 'deliveries', '--failed'], ctx.env)
+      const [removal, attempt, ...rest] = text.stdout.trim().split('\n').slice(1)
+      assert.deepEqual(rest, [], text.stdout)
+      assert.match(removal ?? '', / failed +subscription removed$/)
+      assert.match(attempt ?? '', / failed +1\/1 +\S+ +500 +HTTP 500$/)
+      assert.equal(receiver.received.length, 1)
+    })
+
     it('counts a timeout as a failed attempt', async (t) => {
       const ctx = await setup(t, { WEBHOOK_TIMEOUT_MS: '200', WEBHOOK_MAX_ATTEMPTS: '2' })
       const receiver = await ctx.receiver()

@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import type { ClaimRequest, Delivery, LeasedDelivery, Storage } from '../../src/storage/storage.js'
+import type {
+  AttemptResult,
+  ClaimRequest,
+  Delivery,
+  LeasedDelivery,
+  Storage,
+} from '../../src/storage/storage.js'
 import { at, type ContractContext, create, payloadOf, plant } from './fixtures.js'
 
 const MINUTE = 60_000
@@ -124,6 +130,58 @@ export function webhookContract(ctx: ContractContext): void {
       assert.deepEqual([(await byId(s, d.id))?.status, (await byId(s, d.id))?.attempts], ['delivered', 1])
       await s.recordAttempt({ ...result, leaseOwner: 'worker-b' })
       assert.equal((await byId(s, d.id))?.attempts, 1, 'a finished delivery takes no more attempts')
+    })
+
+    it('keeps every attempt in the history, newest first, and none of a lost lease', async () => {
+      const s = ctx.store()
+      await seed(s, 1, 2)
+      const start = new Date()
+      const later = (minutes: number) => new Date(start.getTime() + minutes * MINUTE)
+      const [a, b] = await claim(s, 'w', { now: start })
+      assert.ok(a && b)
+      const record = (
+        id: string,
+        owner: string,
+        at: Date,
+        outcome: Omit<AttemptResult, 'deliveryId' | 'leaseOwner' | 'at'>,
+      ) => s.recordAttempt({ deliveryId: id, leaseOwner: owner, at, ...outcome })
+      await record(b.id, 'w', start, { ok: false, status: 410, error: 'HTTP 410', retryAt: null })
+      await record(a.id, 'w', start, {
+        ok: false,
+        status: null,
+        error: 'timeout after 10000 ms',
+        retryAt: later(2),
+      })
+      assert.deepEqual(ids(await claim(s, 'w2', { now: later(2) })), [a.id])
+      await record(a.id, 'intruder', later(2), { ok: true, status: 200, error: null, retryAt: null })
+      await record(a.id, 'w2', later(2), { ok: false, status: 500, error: 'HTTP 500', retryAt: later(5) })
+      assert.deepEqual(ids(await claim(s, 'w3', { now: later(5) })), [a.id])
+      await record(a.id, 'w3', later(5), { ok: true, status: 204, error: null, retryAt: null })
+      await record(a.id, 'w3', later(6), { ok: false, status: 500, error: 'HTTP 500', retryAt: null })
+
+      const history = await s.listAttempts([a.id, b.id], 10)
+      assert.deepEqual(
+        history.filter((x) => x.deliveryId === a.id),
+        [
+          { deliveryId: a.id, attempt: 3, at: later(5), status: 204, error: null },
+          { deliveryId: a.id, attempt: 2, at: later(2), status: 500, error: 'HTTP 500' },
+          { deliveryId: a.id, attempt: 1, at: start, status: null, error: 'timeout after 10000 ms' },
+        ],
+        "the lost lease's and the finished delivery's attempts are not in it",
+      )
+      assert.deepEqual(
+        history.filter((x) => x.deliveryId === b.id),
+        [{ deliveryId: b.id, attempt: 1, at: start, status: 410, error: 'HTTP 410' }],
+      )
+      assert.deepEqual(
+        (await s.listAttempts([a.id], 2)).map((x) => x.attempt),
+        [3, 2],
+        'the newest `each`',
+      )
+      assert.deepEqual(await s.listAttempts([], 5), [])
+      assert.deepEqual(await s.listAttempts(['msg_unknown'], 5), [])
+      const delivered = await byId(s, a.id)
+      assert.deepEqual([delivered?.status, delivered?.attempts], ['delivered', 3])
     })
 
     it('bounds a claim by limit and perSubscription', async () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import postgres from 'postgres'
-import { migratePostgres } from '../../src/storage/postgres/migrations.js'
+import { migratePostgres, postgresMigrations } from '../../src/storage/postgres/migrations.js'
 import {
   createPostgresClient,
   isUnavailableError,
@@ -85,19 +85,58 @@ if (!url) {
   }
 
   describe('postgres adapter', () => {
+    it('starts the attempt history with the last attempt of deliveries made before it', async () => {
+      await reset()
+      const admin = postgres(databaseUrl, { max: 1, onnotice: () => {} })
+      const sql = createPostgresClient({ ...options, poolSize: 1 })
+      try {
+        await admin.unsafe(`CREATE TABLE schema_migrations (
+          version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL)`)
+        for (const m of postgresMigrations.filter((m) => m.version <= 2)) {
+          await admin.unsafe(m.sql)
+          await admin`INSERT INTO schema_migrations VALUES (${m.version}, ${m.name}, now())`
+        }
+        const at = (ms: number) => new Date(ms)
+        const rows = [
+          ['retrying', 'pending', 2, at(2000), 500, 'HTTP 500'],
+          ['delivered', 'delivered', 1, at(3000), 204, null],
+          ['untried', 'pending', 0, null, null, null],
+          ['removed', 'failed', 1, at(4000), 503, 'subscription removed'],
+        ] as const
+        for (const [id, status, attempts, lastAt, lastStatus, lastError] of rows) {
+          await admin`INSERT INTO webhook_deliveries (id, subscription_id, plant_id, payload, status,
+              attempts, next_attempt_at, last_attempt_at, last_status, last_error, created_at)
+            VALUES (${id}, 's', 1, '{}', ${status}, ${attempts}, now(), ${lastAt}, ${lastStatus},
+              ${lastError}, now())`
+        }
+        assert.deepEqual(await migratePostgres(sql), [3])
+        const history = await admin`SELECT * FROM webhook_attempts ORDER BY delivery_id`
+        assert.deepEqual(
+          history.map((r) => ({ ...r })),
+          [
+            { delivery_id: 'delivered', attempt: 1, at: at(3000), status: 204, error: null },
+            { delivery_id: 'retrying', attempt: 2, at: at(2000), status: 500, error: 'HTTP 500' },
+          ],
+        )
+      } finally {
+        await sql.end()
+        await admin.end()
+      }
+    })
+
     it('migrates each version exactly once when three instances start together', async () => {
       await reset()
       const clients = [1, 2, 3].map(() => createPostgresClient({ ...options, poolSize: 1 }))
       try {
         const runs = await Promise.all(clients.map((sql) => migratePostgres(sql)))
-        assert.deepEqual(runs.flat().sort(), [1, 2])
+        assert.deepEqual(runs.flat().sort(), [1, 2, 3])
         assert.deepEqual(await Promise.all(clients.map((sql) => migratePostgres(sql))), [[], [], []])
         const [first] = clients
         assert.ok(first)
         const rows = await first`SELECT version FROM schema_migrations ORDER BY version`
         assert.deepEqual(
           rows.map((r) => r.version),
-          [1, 2],
+          [1, 2, 3],
         )
       } finally {
         await Promise.all(clients.map((sql) => sql.end()))

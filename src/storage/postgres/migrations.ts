@@ -5,7 +5,8 @@ import { checkSchemaNotNewer } from '../schema-version.js'
 export type PgSql = postgres.Sql<{ bigint: bigint }>
 
 /**
- * PostgreSQL schema, one entry per version, mirroring `../sqlite/migrations.ts` version for version.
+ * PostgreSQL schema, one entry per version, mirroring `../sqlite/migrations.ts` (whose version 3,
+ * an index, is part of version 2 here; the comments on each table are there).
  * Applied in order, each in its own transaction, and recorded in `schema_migrations`; an applied
  * entry is never edited, only followed by a new one.
  *
@@ -67,6 +68,23 @@ export const postgresMigrations: { version: number; name: string; sql: string }[
       CREATE INDEX webhook_deliveries_recent ON webhook_deliveries (created_at);
       CREATE INDEX webhook_deliveries_pending_by_subscription ON webhook_deliveries (subscription_id, next_attempt_at, id)
         WHERE status = 'pending';`,
+  },
+  {
+    version: 3,
+    name: 'webhook attempt history',
+    sql: `
+      CREATE TABLE webhook_attempts (
+        delivery_id TEXT COLLATE "C" NOT NULL,
+        attempt INTEGER NOT NULL,
+        at TIMESTAMPTZ NOT NULL,
+        status INTEGER,
+        error TEXT,
+        PRIMARY KEY (delivery_id, attempt)
+      );
+      INSERT INTO webhook_attempts (delivery_id, attempt, at, status, error)
+        SELECT id, attempts, last_attempt_at, last_status, last_error FROM webhook_deliveries
+        WHERE attempts > 0 AND last_attempt_at IS NOT NULL
+          AND NOT (status = 'failed' AND last_error IS NOT DISTINCT FROM 'subscription removed');`,
   },
 ]
 

@@ -3,6 +3,7 @@ import type {
   ClaimRequest,
   CreateOutcome,
   Delivery,
+  DeliveryAttempt,
   LeasedDelivery,
   ListQuery,
   Plant,
@@ -19,7 +20,7 @@ import { createPostgresClient, type PostgresOptions } from './connection.js'
 import { CLIENT_DEADLINE_MARGIN_MS, guard } from './guard.js'
 import { Reachability } from './reachability.js'
 import { migratePostgres, type PgSql } from './migrations.js'
-import { toDelivery, toPlant, toToken } from './rows.js'
+import { toAttempt, toDelivery, toPlant, toToken } from './rows.js'
 
 export { createPostgresClient, isUnavailableError, type PostgresOptions } from './connection.js'
 export { migratePostgres } from './migrations.js'
@@ -255,14 +256,32 @@ export class PostgresStorage implements Storage {
 
   async recordAttempt(result: AttemptResult): Promise<void> {
     const status = result.ok ? 'delivered' : result.retryAt ? 'pending' : 'failed'
+    // One statement, so the history row and the delivery's count move together; a retry after a
+    // lost connection finds the lease released and records nothing twice.
     await this.guard(
-      () => this.sql`UPDATE webhook_deliveries
-        SET attempts = attempts + 1, last_attempt_at = ${result.at}, last_status = ${result.status},
-            last_error = ${result.error}, status = ${status},
-            next_attempt_at = coalesce(${result.retryAt}::timestamptz, next_attempt_at),
-            lease_owner = NULL, lease_until = NULL
-        WHERE id = ${result.deliveryId} AND lease_owner = ${result.leaseOwner} AND status = 'pending'`,
+      () => this.sql`WITH recorded AS (
+          UPDATE webhook_deliveries
+          SET attempts = attempts + 1, last_attempt_at = ${result.at}, last_status = ${result.status},
+              last_error = ${result.error}, status = ${status},
+              next_attempt_at = coalesce(${result.retryAt}::timestamptz, next_attempt_at),
+              lease_owner = NULL, lease_until = NULL
+          WHERE id = ${result.deliveryId} AND lease_owner = ${result.leaseOwner} AND status = 'pending'
+          RETURNING id, attempts, last_attempt_at, last_status, last_error
+        )
+        INSERT INTO webhook_attempts (delivery_id, attempt, at, status, error)
+        SELECT id, attempts, last_attempt_at, last_status, last_error FROM recorded`,
     )
+  }
+
+  async listAttempts(deliveryIds: readonly string[], each: number): Promise<DeliveryAttempt[]> {
+    const { sql } = this
+    const rows = await this.guardIdempotent(
+      () => sql`SELECT a.* FROM unnest(${sql.array([...deliveryIds], 25)}::text[]) AS d(id)
+        CROSS JOIN LATERAL (
+          SELECT * FROM webhook_attempts WHERE delivery_id = d.id ORDER BY attempt DESC LIMIT ${each}
+        ) a`,
+    )
+    return rows.map(toAttempt)
   }
 
   async listDeliveries(options: { failedOnly: boolean; limit: number }): Promise<Delivery[]> {

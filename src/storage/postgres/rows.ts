@@ -3,4 +3,4 @@ import { recordReaders } from '../rows.js'
 export { type Row, toPlant } from '../rows.js'
 
 /** postgres.js returns timestamptz as a Date. */
-export const { toToken, toDelivery } = recordReaders((value) => value as Date)
+export const { toToken, toDelivery, toAttempt } = recordReaders((value) => value as Date)

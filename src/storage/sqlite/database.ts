@@ -45,7 +45,7 @@ const ROLES = {
 } as const
 
 /** SQLite keeps times as epoch milliseconds. */
-export const { toToken, toDelivery } = recordReaders((value) => new Date(Number(value)))
+export const { toToken, toDelivery, toAttempt } = recordReaders((value) => new Date(Number(value)))
 
 /**
  * Applies pending migrations; BEGIN IMMEDIATE serialises processes that start together. It reads

@@ -62,4 +62,25 @@ export const sqliteMigrations: { version: number; name: string; sql: string }[] 
     sql: `CREATE INDEX webhook_deliveries_pending_by_subscription ON webhook_deliveries (subscription_id, next_attempt_at)
       WHERE status = 'pending';`,
   },
+  {
+    version: 4,
+    name: 'webhook attempt history',
+    // One row per attempt, written in the transaction that updates the delivery, so that
+    // `webhooks deliveries` can show each attempt's status and error, not only the last. A
+    // delivery attempted before this version keeps its last attempt (the only one recorded then),
+    // unless a subscription removal has since overwritten that attempt's error.
+    sql: `
+      CREATE TABLE webhook_attempts (
+        delivery_id TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        at INTEGER NOT NULL,
+        status INTEGER,
+        error TEXT,
+        PRIMARY KEY (delivery_id, attempt)
+      ) WITHOUT ROWID;
+      INSERT INTO webhook_attempts (delivery_id, attempt, at, status, error)
+        SELECT id, attempts, last_attempt_at, last_status, last_error FROM webhook_deliveries
+        WHERE attempts > 0 AND last_attempt_at IS NOT NULL
+          AND NOT (status = 'failed' AND last_error IS 'subscription removed');`,
+  },
 ]

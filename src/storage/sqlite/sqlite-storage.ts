@@ -4,6 +4,7 @@ import type {
   ClaimRequest,
   CreateOutcome,
   Delivery,
+  DeliveryAttempt,
   LeasedDelivery,
   ListQuery,
   Plant,
@@ -13,7 +14,7 @@ import type {
   TokenRecord,
 } from '../storage.js'
 import type { Row } from '../rows.js'
-import { openSqliteDatabase, type SqliteOptions, toDelivery, toToken } from './database.js'
+import { openSqliteDatabase, type SqliteOptions, toAttempt, toDelivery, toToken } from './database.js'
 import { DurableSnapshot } from './durable-snapshot.js'
 import { GroupCommitWriter, type SyncFile, type WriterStats } from './group-commit.js'
 import { PageCache } from './page-cache.js'
@@ -206,6 +207,15 @@ export class SqliteStorage implements Storage {
         .safeIntegers(true)
         .all(options.limit) as Row[]
       return rows.map(toDelivery)
+    })
+  }
+
+  listAttempts(deliveryIds: readonly string[], each: number): Promise<DeliveryAttempt[]> {
+    return this.read(() => {
+      const newest = this.db.prepare(
+        'SELECT * FROM webhook_attempts WHERE delivery_id = ? ORDER BY attempt DESC LIMIT ?',
+      )
+      return deliveryIds.flatMap((id) => (newest.all(id, each) as Row[]).map(toAttempt))
     })
   }
 

@@ -60,6 +60,9 @@ export function prepareWriteOps(db: Database.Database) {
       SET attempts = attempts + 1, last_attempt_at = ?, last_status = ?, last_error = ?,
           status = ?, next_attempt_at = coalesce(?, next_attempt_at), lease_owner = NULL, lease_until = NULL
       WHERE id = ? AND lease_owner = ? AND status = 'pending'`),
+    // Numbered from the delivery's count, which recordAttempt has just raised.
+    insertAttempt: db.prepare(`INSERT INTO webhook_attempts (delivery_id, attempt, at, status, error)
+      SELECT id, attempts, ?, ?, ? FROM webhook_deliveries WHERE id = ?`),
     lease: db.prepare('UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ? WHERE id = ?'),
     subscriptions: db.prepare('SELECT id, url, secret FROM webhook_subscriptions'),
     dueFor: exact(dueDeliveriesSql),
@@ -132,7 +135,9 @@ export function prepareWriteOps(db: Database.Database) {
     recordAttempt: ({ result: r }) => {
       const status = r.ok ? 'delivered' : r.retryAt ? 'pending' : 'failed'
       const retryAt = r.retryAt?.getTime() ?? null
-      s.recordAttempt.run(r.at.getTime(), r.status, r.error, status, retryAt, r.deliveryId, r.leaseOwner)
+      const at = r.at.getTime()
+      const recorded = s.recordAttempt.run(at, r.status, r.error, status, retryAt, r.deliveryId, r.leaseOwner)
+      if (recorded.changes === 1) s.insertAttempt.run(at, r.status, r.error, r.deliveryId)
     },
   }
   return {
