@@ -3,8 +3,18 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { errorCatalog } from '../errors.js'
 import { logRequestLine, requestIdFrom } from './request-logging.js'
 
-/** How Node's own server recognises a 100-continue expectation (lib/_http_server.js). */
-const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i
+/**
+ * An Expect field value whose every member is `100-continue` (RFC 9110 10.1.1; repeated fields
+ * arrive joined with commas). Node's own test (lib/_http_server.js) finds the token anywhere, so
+ * `x-100-continue` and `foo, 100-continue` were taken for it.
+ */
+function isContinueOnly(expect: string): boolean {
+  // Empty list members (`100-continue,`) are allowed and mean nothing (RFC 9110 5.6.1).
+  const members = expect.split(',').map((member) => member.trim().toLowerCase())
+  const named = members.filter((member) => member !== '')
+  return named.length > 0 && named.every((member) => member === '100-continue')
+}
+
 const JSON_MEDIA_TYPE = /^\s*application\/json\s*(?:;|$)/i
 
 /**
@@ -18,8 +28,7 @@ const JSON_MEDIA_TYPE = /^\s*application\/json\s*(?:;|$)/i
  */
 export function installExpectHandling(app: FastifyInstance): void {
   const server = app.server
-  server.on('checkContinue', (req, res) => server.emit('request', req, res))
-  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+  const refuse = (req: IncomingMessage, res: ServerResponse) => {
     const reqId = requestIdFrom(req.headers['x-request-id'])
     const rule = 'must be absent or 100-continue'
     const { status } = errorCatalog.EXPECTATION_FAILED
@@ -38,7 +47,12 @@ export function installExpectHandling(app: FastifyInstance): void {
     })
     res.end(body)
     logRequestLine(app, { reqId, method: req.method, route: null, url: req.url, status })
+  }
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    if (isContinueOnly(req.headers.expect ?? '')) server.emit('request', req, res)
+    else refuse(req, res)
   })
+  server.on('checkExpectation', refuse)
 }
 
 /**
@@ -47,8 +61,7 @@ export function installExpectHandling(app: FastifyInstance): void {
  */
 export function sendContinue(request: FastifyRequest, reply: FastifyReply, bodyLimit: number): void {
   const { headers } = request
-  if (headers.expect === undefined || request.raw.httpVersion !== '1.1' || !CONTINUE.test(headers.expect))
-    return
+  if (headers.expect === undefined || request.raw.httpVersion !== '1.1') return
   if (Number(headers['content-length'] ?? 0) > bodyLimit) return
   if (!JSON_MEDIA_TYPE.test(headers['content-type'] ?? '')) return
   reply.raw.writeContinue()

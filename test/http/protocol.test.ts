@@ -111,6 +111,54 @@ describe('HTTP protocol details: Expect and percent-encoding on every route', ()
     assert.equal((await request('GET', `${service.url}/plants/172`, { token })).status, 404)
   })
 
+  // Node's own test finds "100-continue" anywhere in the value; RFC 9110 has no other expectation.
+  let expectId = 180
+  for (const lines of [
+    ['Expect: x-100-continue'],
+    ['Expect: 100-continue-please'],
+    ['Expect: nope 100-continue'],
+    ['Expect: foo, 100-continue'],
+    ['Expect: 100-continue;x=1'],
+    ['Expect: 100-continue', 'Expect: foo'],
+  ]) {
+    it(`answers 417 to ${lines.join(' + ')}, and stores nothing`, async () => {
+      const id = expectId++
+      const body = `{"id":${id},"name":"expectant"}`
+      const client = new RawClient(service.url)
+      try {
+        client.write(
+          `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n` +
+            `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n${lines.join('\r\n')}\r\n\r\n${body}`,
+        )
+        const received = await client.waitFor(/\r\n\r\n\{.*\}$/s)
+        assert.match(received, /^HTTP\/1\.1 417 /, received)
+        assert.doesNotMatch(received, /100 Continue/)
+      } finally {
+        client.close()
+      }
+      assert.equal((await request('GET', `${service.url}/plants/${id}`, { token })).status, 404)
+    })
+  }
+
+  for (const value of ['100-CONTINUE', '100-continue, ', ' 100-continue ,100-continue']) {
+    it(`takes Expect: "${value}" for 100-continue`, async () => {
+      const id = expectId++
+      const body = `{"id":${id},"name":"continued"}`
+      const client = new RawClient(service.url)
+      try {
+        client.write(
+          `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n` +
+            `Content-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: ${value}\r\n\r\n`,
+        )
+        assert.equal(await client.waitFor(/100 Continue\r\n\r\n/), 'HTTP/1.1 100 Continue\r\n\r\n')
+        client.write(body)
+        assert.match(await client.waitFor(/\{"name":"continued"\}$/), /HTTP\/1\.1 200 OK/)
+      } finally {
+        client.close()
+      }
+    })
+  }
+
   for (const [method, path] of [
     ['GET', '/plants/1?x=%ff'],
     ['DELETE', '/plants/173?x=%'],
