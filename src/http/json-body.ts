@@ -67,7 +67,12 @@ function parseJsonBody(request: FastifyRequest, raw: Buffer): JsonObject {
   }
   const object = body as JsonObject
   const id = object.id
-  if (
+  if (id === Infinity || id === -Infinity) {
+    // A literal past the doubles' range (1e400) is an integer, only out of int64's: validation
+    // would call Infinity "not an integer". The largest double stands in; bodyId reads the literal.
+    object.id = Math.sign(id) * Number.MAX_VALUE
+    object[exactIdLiteral] = topLevelMemberLiteral(text, 'id')
+  } else if (
     typeof id === 'number' &&
     Number.isInteger(id) &&
     (!Number.isSafeInteger(id) || FRACTION_OR_EXPONENT.test(text))
