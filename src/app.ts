@@ -10,6 +10,7 @@ import { installExpectHandling } from './http/expect-header.js'
 import { requireHost } from './http/host-header.js'
 import { registerJsonBodyParser } from './http/json-body.js'
 import { lazyRequestLogger } from './http/lazy-request-logger.js'
+import { handlePipelinedRequestsInOrder } from './http/pipelining.js'
 import { badPathEncoding, badQueryEncoding } from './http/query-encoding.js'
 import { installRequestLogging, requestIdFrom } from './http/request-logging.js'
 import { dedupedSerializers } from './http/serializers.js'
@@ -98,6 +99,7 @@ export async function buildApp(
   // and the connection closed after the last answer.
   ;(app.server as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true
   if (options.draining) closeConnectionsWhileDraining(app, options.draining)
+  handlePipelinedRequestsInOrder(app)
   routeEveryHttpMethod(app)
   for (const schema of sharedSchemas) app.addSchema(schema)
   installValidators(app, sharedSchemas)

@@ -1,4 +1,4 @@
-import { maxHeaderSize, STATUS_CODES } from 'node:http'
+import { maxHeaderSize, type ServerResponse, STATUS_CODES } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import { type ErrorCode, errorCatalog } from '../errors.js'
@@ -37,12 +37,42 @@ function describe(error: ParserError): { code: ErrorCode; message: string } {
 export function clientErrorHandler(this: FastifyInstance, error: ParserError, socket: Duplex): void {
   // A reset connection has nobody left to answer.
   if (error.code === 'ECONNRESET' || socket.destroyed) return
+  const connection = socket as HttpSocket
+  // More bytes on a connection already refused meet the same broken parser again.
+  if (connection[refusing]) return
+  connection[refusing] = true
   const { code, message } = describe(error)
   const status = errorCatalog[code].status
-  if (isLevelEnabled(this.log, 'info')) {
-    this.log.info({ status, code, parserError: error.code, reason: error.reason }, 'client error')
+  afterAnswersInProgress(connection, () => {
+    if (isLevelEnabled(this.log, 'info')) {
+      this.log.info({ status, code, parserError: error.code, reason: error.reason }, 'client error')
+    }
+    answerOnSocket(socket, code, message)
+  })
+}
+
+const refusing = Symbol('refusingConnection')
+
+/** Node's own fields on a server socket: `_httpMessage` is the answer it is writing now. */
+type HttpSocket = Duplex & { _httpMessage?: ServerResponse | null; [refusing]?: true }
+
+/**
+ * Runs `then` once the requests that arrived before the bytes the parser refused are answered.
+ * A valid request followed, in the same packet, by bytes that are not HTTP was handled (a create
+ * stored) but its answer lost: the connection was closed as the parser failed. Node hands the next
+ * queued answer the socket in its own `finish` listener, which runs before this one.
+ */
+function afterAnswersInProgress(socket: HttpSocket, then: () => void): void {
+  const current = socket._httpMessage
+  if (!current || socket.destroyed) return then()
+  let settled = false
+  const next = () => {
+    if (settled) return
+    settled = true
+    afterAnswersInProgress(socket, then)
   }
-  answerOnSocket(socket, code, message)
+  current.once('finish', next)
+  current.once('close', next)
 }
 
 /**
@@ -71,5 +101,16 @@ export function answerOnSocket(
         body,
     )
   }
-  socket.destroy()
+  // What the kernel has not yet taken (an earlier answer to a slow reader, say) is lost by
+  // destroy(): end first, and close once it is out, or after a bound.
+  if (socket.writableLength === 0) return void socket.destroy()
+  if (!socket.writableEnded) socket.end()
+  const bound = setTimeout(() => socket.destroy(), FLUSH_BOUND_MS).unref()
+  socket.once('finish', () => {
+    clearTimeout(bound)
+    socket.destroy()
+  })
 }
+
+/** How long a refused connection may take to flush what it still holds to its client. */
+const FLUSH_BOUND_MS = 5000

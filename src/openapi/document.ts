@@ -36,6 +36,8 @@ Decisions where the seed description says "not shown":
   \`Expect: 100-continue\` is answered with 100 only once nothing but the body can refuse the request;
   another expectation is a 417. A query string with bad percent-encoding is a 400 on every known route.
 - **Durability**: a 200 is sent only after the plant is committed to disk.
+- **Pipelining**: requests pipelined on one HTTP/1.1 connection are handled one after the other, in
+  the order sent, and answered in that order.
 - **Read, list, delete and webhooks** come from the fuller public sample this seed was trimmed from.
 `
 

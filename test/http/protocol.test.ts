@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import net from 'node:net'
 import { after, before, describe, it } from 'node:test'
+import Database from 'better-sqlite3'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { startService, type TestService } from '../helpers.js'
 import { rawRequest, request } from '../http-client.js'
@@ -199,6 +200,100 @@ describe('HTTP protocol details: Expect and percent-encoding on every route', ()
     assert.match(health ?? '', /^HTTP\/1\.1 200 OK\r\n/, received)
     const read = await request('GET', `${service.url}/plants/175`, { token })
     assert.equal(read.text, '{"id":175,"name":"half-closed"}')
+  })
+
+  /** Writes `text` at once and resolves to everything received until the server closes. */
+  const exchange = (text: string) =>
+    new Promise<{ received: string; statuses: string[] }>((resolve, reject) => {
+      let received = ''
+      const socket = net.connect(Number(new URL(service.url).port), '127.0.0.1')
+      socket.setEncoding('utf8')
+      socket.on('data', (chunk: string) => (received += chunk))
+      socket.on('error', reject)
+      socket.on('close', () =>
+        resolve({
+          received,
+          statuses: [...received.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => m[1] ?? ''),
+        }),
+      )
+      socket.write(text)
+    })
+  const post = (id: number, name: string) => {
+    const body = `{"id":${id},"name":"${name}"}`
+    return (
+      `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${body.length}\r\n\r\n${body}`
+    )
+  }
+  const bare = (method: string, path: string, last = false) =>
+    `${method} ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n${last ? 'Connection: close\r\n' : ''}\r\n`
+
+  it('handles pipelined requests in order: a create, a delete and a read of one id in one write', async () => {
+    for (let round = 0; round < 5; round++) {
+      const id = 1900 + round
+      const { statuses, received } = await exchange(
+        post(id, 'piped') + bare('DELETE', `/plants/${id}`) + bare('GET', `/plants/${id}`, true),
+      )
+      assert.deepEqual(statuses, ['200', '204', '404'], received)
+      assert.equal((await request('GET', `${service.url}/plants/${id}`, { token })).status, 404)
+    }
+  })
+
+  it('handles pipelined requests in order: a read after a delete misses the plant', async () => {
+    assert.equal(
+      (await request('POST', `${service.url}/plants`, { token, body: { id: 1910, name: 'x' } })).status,
+      200,
+    )
+    const { statuses, received } = await exchange(
+      bare('DELETE', '/plants/1910') +
+        bare('GET', '/plants/1910') +
+        post(1910, 'back') +
+        bare('GET', '/plants/1910', true),
+    )
+    assert.deepEqual(statuses, ['204', '404', '200', '200'], received)
+    assert.match(received, /\{"id":1910,"name":"back"\}$/)
+  })
+
+  it('never handles a pipelined request whose connection was reset while it waited for its turn', async () => {
+    // Another connection's write lock keeps the first create waiting (the writer retries BEGIN).
+    const blocker = new Database(service.env.PLANT_STORE_DB ?? '')
+    try {
+      blocker.exec('BEGIN IMMEDIATE')
+      const socket = net.connect(Number(new URL(service.url).port), '127.0.0.1')
+      socket.on('error', () => {})
+      socket.write(post(1940, 'first') + post(1941, 'second'))
+      await sleep(300)
+      // A reset, not a close: after a FIN the server still answers, as to a half-closed client.
+      socket.resetAndDestroy()
+      await sleep(100)
+      blocker.exec('COMMIT')
+    } finally {
+      blocker.close()
+    }
+    const read = (id: number) => request('GET', `${service.url}/plants/${id}`, { token })
+    const deadline = Date.now() + 5000
+    while ((await read(1940)).status !== 200 && Date.now() < deadline) await sleep(20)
+    assert.equal((await read(1940)).status, 200, 'the first create was under way: it is stored')
+    assert.equal((await read(1941)).status, 404, 'the second never began')
+  })
+
+  it('answers a request that arrived before bytes that are not HTTP, then refuses those', async () => {
+    const { statuses, received } = await exchange(post(1920, 'before garbage') + 'GARBAGE\r\n\r\n')
+    assert.deepEqual(statuses, ['200', '400'], received)
+    assert.match(received, /\{"name":"before garbage"\}HTTP\/1\.1 400 /)
+    assert.match(received, /"code":"BAD_HTTP_REQUEST"/)
+    assert.equal((await request('GET', `${service.url}/plants/1920`, { token })).status, 200)
+  })
+
+  it('closes the connection after a request asking to upgrade: what was pipelined behind it is not taken', async () => {
+    const upgrade = 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n'
+    const started = Date.now()
+    const { statuses, received } = await exchange(upgrade + post(1930, 'behind an upgrade'))
+    // Not after the keep-alive timeout (6 s by default): the server closes it itself.
+    assert.ok(Date.now() - started < 3000, `closed after ${Date.now() - started} ms`)
+    assert.deepEqual(statuses, ['200'], received)
+    assert.match(received, /\r\nconnection: close\r\n/i)
+    assert.equal((await request('GET', `${service.url}/plants/1930`, { token })).status, 404)
   })
 
   it('checks the token before the query: 401 first', async () => {
