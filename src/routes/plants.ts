@@ -45,7 +45,7 @@ const publicPlant = (plant: Plant) =>
 
 /**
  * Builds the `Link: <...>; rel="next"` URL from the request's own origin and filters. The origin
- * comes from the client (Host, or X-Forwarded-* from a trusted proxy); when it is missing
+ * comes from the client (an absolute-form target, Host, or X-Forwarded-* from a trusted proxy); when it is missing
  * (HTTP/1.0) or not a plain host (a forwarded one: Host itself is checked by requireHost), the
  * link is relative to the request URL instead (RFC 8288 allows it), so a crafted Host cannot add
  * link-values or point the link elsewhere.
@@ -53,12 +53,22 @@ const publicPlant = (plant: Plant) =>
 function nextLink(request: FastifyRequest, limit: number, after: bigint, tag: string | undefined): string {
   const params = new URLSearchParams({ limit: String(limit), after: String(after) })
   if (tag !== undefined) params.set('tag', tag)
-  const { protocol, host } = request
-  const origin =
-    (protocol === 'http' || protocol === 'https') && PLAIN_HOST.test(host ?? '')
-      ? `${protocol}://${host}`
-      : ''
-  return `<${origin}/plants?${params}>; rel="next"`
+  return `<${requestOrigin(request)}/plants?${params}>; rel="next"`
+}
+
+/** The scheme and authority of an absolute-form request target (`GET http://host/plants`). */
+const ABSOLUTE_FORM = /^(https?):\/\/([^/?#]*)/i
+
+/** The origin the client addressed, or '' when it is unknown or not a plain host. */
+function requestOrigin(request: FastifyRequest): string {
+  // RFC 9112 3.2.2: the authority of an absolute-form target wins over the Host header.
+  const absolute = ABSOLUTE_FORM.exec(request.raw.url ?? '')
+  const [protocol, host] = absolute
+    ? [absolute[1]?.toLowerCase(), absolute[2]]
+    : [request.protocol, request.host]
+  return (protocol === 'http' || protocol === 'https') && PLAIN_HOST.test(host ?? '')
+    ? `${protocol}://${host}`
+    : ''
 }
 
 export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: TokenVerifier): void {

@@ -296,6 +296,20 @@ describe('HTTP protocol details: Expect and percent-encoding on every route', ()
     assert.equal((await request('GET', `${service.url}/plants/1930`, { token })).status, 404)
   })
 
+  it('builds the next link from an absolute-form target, not from Host (RFC 9112 3.2.2)', async () => {
+    for (const id of [1950, 1951]) {
+      await request('POST', `${service.url}/plants`, { token, body: { id, name: 'absolute' } })
+    }
+    const { received } = await exchange(
+      bare('GET', 'http://other.example:8443/plants?limit=1&after=1949', true),
+    )
+    assert.match(received, /^HTTP\/1\.1 200 /, received)
+    assert.match(
+      received,
+      /\r\nlink: <http:\/\/other\.example:8443\/plants\?limit=1&after=1950>; rel="next"\r\n/i,
+    )
+  })
+
   it('checks the token before the query: 401 first', async () => {
     const response = await request('GET', `${service.url}/plants/1?x=%ff`)
     assert.equal(response.status, 401)
