@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { ApiError } from '../errors.js'
 import { errorResponses } from '../schemas/error.js'
-import { type Storage, StoreReadOnlyError } from '../storage/storage.js'
+import { type Storage, StoreReadOnlyError, StoreWriteError } from '../storage/storage.js'
 
 const Health = {
   type: 'object',
@@ -39,7 +39,12 @@ export function healthRoutes(app: FastifyInstance, storage: Storage): void {
       } catch (error) {
         // The cause goes to the log only: this endpoint is public, and connection errors name hosts.
         request.log.warn({ err: error }, 'not ready')
-        const reason = error instanceof StoreReadOnlyError ? 'accepts no writes' : 'does not answer'
+        const reason =
+          error instanceof StoreReadOnlyError
+            ? 'accepts no writes'
+            : error instanceof StoreWriteError
+              ? 'could not write just now'
+              : 'does not answer'
         throw new ApiError('STORE_UNAVAILABLE', `the ${storage.kind} store ${reason}`, {
           headers: { 'retry-after': '5' },
         })

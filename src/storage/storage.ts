@@ -170,3 +170,8 @@ export class StoreUnavailableError extends Error {
 export class StoreReadOnlyError extends StoreUnavailableError {
   override name = 'StoreReadOnlyError'
 }
+
+/** The database answers but could not write just now: a full disk, an I/O error. */
+export class StoreWriteError extends StoreUnavailableError {
+  override name = 'StoreWriteError'
+}

@@ -21,13 +21,14 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import type Database from 'better-sqlite3'
-import { StoreUnavailableError } from '../storage.js'
+import { StoreReadOnlyError, StoreUnavailableError, StoreWriteError } from '../storage.js'
 import {
   DEFAULT_BUSY_TIMEOUT_MS,
   DEFAULT_MAX_BATCH,
   openSqliteDatabase,
   type SqliteOptions,
 } from './database.js'
+import { StoreFiles } from './store-files.js'
 import { WalRecycler } from './wal-recycler.js'
 import { prepareWriteOps, type WriteOp } from './write-ops.js'
 
@@ -69,17 +70,41 @@ interface Queued {
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: Error }
 
-/** Another connection holds the lock SQLite needed. */
-function isBusy(error: unknown): boolean {
+/**
+ * How long /readyz reports a write that failed for a reason of the disk's: the Retry-After a
+ * client of the failed write was given.
+ */
+const TROUBLE_SHOWN_MS = 5000
+
+const sqliteCode = (error: unknown): string => {
   const code = (error as { code?: unknown }).code
-  return typeof code === 'string' && code.startsWith('SQLITE_BUSY')
+  return typeof code === 'string' ? code : ''
 }
 
-/** SQLite's lock errors are a 503 to retry; any other error keeps its class and code. */
+/** Another connection holds the lock SQLite needed. */
+const isBusy = (error: unknown) => sqliteCode(error).startsWith('SQLITE_BUSY')
+
+/**
+ * What the client of a failed write hears. A held lock, a full disk, an I/O error or a file this
+ * process may not write is the store's state, not a bug: a 503 to retry (a full disk answered
+ * 500 INTERNAL). Any other error keeps its class and code.
+ */
 function storeError(error: unknown): Error {
-  if (isBusy(error)) return new StoreUnavailableError(`SQLite is busy: ${(error as Error).message}`)
+  const code = sqliteCode(error)
+  const message = (error as Error).message
+  if (isBusy(error)) return new StoreUnavailableError(`SQLite is busy: ${message}`)
+  if (code.startsWith('SQLITE_READONLY')) {
+    return new StoreReadOnlyError(`the SQLite store takes no writes: ${message}`, { cause: error })
+  }
+  if (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR')) {
+    return new StoreWriteError(`the SQLite store could not be written: ${message}`, { cause: error })
+  }
   return error instanceof Error ? error : new Error(String(error))
 }
+
+/** Whether a failed write says something about the store's disk, which /readyz should show. */
+const isDiskTrouble = (error: Error) =>
+  error instanceof StoreWriteError || error instanceof StoreReadOnlyError
 
 export class GroupCommitWriter {
   private readonly db: Database.Database
@@ -102,6 +127,9 @@ export class GroupCommitWriter {
   private active = false
   /** Set once a sync failed: what was committed since may not be on disk, so nothing is trusted. */
   private broken: StoreUnavailableError | undefined
+  /** The last write that failed for the disk's sake (full, I/O error, read-only), until one succeeds. */
+  private trouble: { error: Error; at: number } | undefined
+  private readonly files: StoreFiles
   private closing: Promise<void> | undefined
   private drained: (() => void) | undefined
 
@@ -125,7 +153,10 @@ export class GroupCommitWriter {
       totalChanges: db.prepare('SELECT total_changes()').pluck(),
       dataVersion: db.prepare('PRAGMA data_version').pluck(),
     }
-    if (options.synchronous === 'full') this.walFd = openWal(db, options.path)
+    // Reading the schema makes SQLite create the WAL (and the shared memory) if they do not exist yet.
+    db.prepare('SELECT count(*) FROM sqlite_schema').get()
+    if (options.synchronous === 'full') this.walFd = openWal(options.path)
+    this.files = new StoreFiles(options.path)
     this.recycler = new WalRecycler(options, {
       batchActive: () => this.active,
       stopped: () => this.closing !== undefined || this.broken !== undefined,
@@ -145,10 +176,17 @@ export class GroupCommitWriter {
     })
   }
 
-  /** Throws why writes are refused, if they are. */
+  /**
+   * Throws why writes are refused, or why the last one failed, if that was a disk's reason and
+   * recent; for /readyz. It also looks for store files moved away while no write came.
+   */
   check(): void {
     const refused = this.refusal()
     if (refused) throw refused
+    if (this.trouble && Date.now() - this.trouble.at < TROUBLE_SHOWN_MS) throw this.trouble.error
+    const missing = this.files.missing()
+    // The next write breaks the writer (checkFiles); until one comes, this tells the balancer.
+    if (missing !== undefined) throw new StoreUnavailableError(movedAway(missing))
   }
 
   /** SQLite's `data_version` on this connection: it moves whenever another connection commits. */
@@ -171,6 +209,7 @@ export class GroupCommitWriter {
       this.db.pragma('synchronous = FULL')
       this.db.close()
       if (this.walFd !== undefined) fs.closeSync(this.walFd)
+      this.files.close()
       await this.recycler.close()
     })()
     return this.closing
@@ -256,11 +295,16 @@ export class GroupCommitWriter {
       this.fail(batch, storeError(error))
       return
     }
+    if (wrote) this.trouble = undefined
     this.counters.batchesCommitted++
     this.counters.requestsCommitted += batch.length
     this.counters.largestBatch = Math.max(this.counters.largestBatch, batch.length)
-    if (this.walFd === undefined || !wrote) {
+    if (!wrote) {
       this.answer(batch, outcomes)
+      return
+    }
+    if (this.walFd === undefined) {
+      if (this.checkFiles(batch)) this.answer(batch, outcomes)
       return
     }
     this.syncFile(this.walFd, (error) => {
@@ -268,9 +312,18 @@ export class GroupCommitWriter {
         this.broke('the SQLite WAL could not be synced', error, batch)
         return
       }
+      if (!this.checkFiles(batch)) return
       this.snapshot.release()
       this.answer(batch, outcomes)
     })
+  }
+
+  /** False, with the writer broken and `batch` failed, when a store file has left its path. */
+  private checkFiles(batch: Queued[]): boolean {
+    const missing = this.files.missing()
+    if (missing === undefined) return true
+    this.broke('a store file has left its path', new Error(movedAway(missing)), batch)
+    return false
   }
 
   private answer(batch: Queued[], outcomes: Outcome[]): void {
@@ -283,6 +336,7 @@ export class GroupCommitWriter {
   }
 
   private fail(batch: Queued[], error: Error): void {
+    if (isDiskTrouble(error)) this.trouble = { error, at: Date.now() }
     this.counters.batchesFailed++
     for (const request of batch) request.reject(error)
     this.batchDone()
@@ -312,13 +366,14 @@ export class GroupCommitWriter {
   }
 }
 
+const movedAway = (file: string) =>
+  `the SQLite store file ${file} was deleted or replaced while the service ran; nothing written since is kept at PLANT_STORE_DB`
+
 /**
- * Opens the WAL for the writer's own fdatasync calls. Reading the schema makes SQLite create the
- * WAL if it does not exist yet; syncing the folder then makes that file's name durable, which
- * SQLite would have done on its first sync of it.
+ * Opens the WAL for the writer's own fdatasync calls. Syncing the folder makes that file's name
+ * durable, which SQLite would have done on its first sync of it.
  */
-function openWal(db: Database.Database, file: string): number {
-  db.prepare('SELECT count(*) FROM sqlite_schema').get()
+function openWal(file: string): number {
   const fd = fs.openSync(`${file}-wal`, 'r+')
   const folder = fs.openSync(path.dirname(file), 'r')
   try {

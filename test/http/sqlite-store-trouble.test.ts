@@ -1,0 +1,99 @@
+/**
+ * A SQLite store the service cannot write: a file it may only read, a full disk, files deleted
+ * under it. None of these is a bug, so none is a 500; and a 200 is never sent for a create that
+ * is not in the store at PLANT_STORE_DB.
+ */
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import fs from 'node:fs'
+import path from 'node:path'
+import { describe, it } from 'node:test'
+import type Database from 'better-sqlite3'
+import { cliPath, runCli, serviceEnv, startService, type TestService } from '../helpers.js'
+import { request } from '../http-client.js'
+
+/** The writer's own connection: the only way to give SQLite a page limit is on it. */
+const writerOf = (service: TestService) =>
+  (service.storage as unknown as { writer: { db: Database.Database } }).writer.db
+
+const create = (service: TestService, token: string, id: number) =>
+  request('POST', `${service.url}/plants`, { token, body: { id, name: `plant ${id}` } })
+
+describe('SQLite store in trouble', () => {
+  it('refuses to start on a store file it may read but not write', async () => {
+    const env = await serviceEnv('sqlite')
+    const file = env.PLANT_STORE_DB as string
+    assert.equal((await runCli(['migrate'], env)).code, 0)
+    // As root the file's mode binds nobody but other users: start the service as one.
+    const asRoot = process.getuid?.() === 0
+    fs.chmodSync(path.dirname(file), 0o777)
+    for (const suffix of ['', '-wal', '-shm']) {
+      if (fs.existsSync(file + suffix)) fs.chmodSync(file + suffix, asRoot ? 0o644 : 0o444)
+    }
+    const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        [cliPath, 'serve'],
+        {
+          env: { ...process.env, ...env, HOME: '/tmp' },
+          timeout: 20_000,
+          ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
+        },
+        (error, _stdout, stderr) => resolve({ code: error ? (error.code as number) : 0, stderr }),
+      )
+    })
+    assert.equal(result.code, 1, result.stderr)
+    assert.match(result.stderr, /PLANT_STORE_DB: cannot open the SQLite store/)
+    assert.match(result.stderr, /is not writable by this process/)
+  })
+
+  it('answers 503 with Retry-After when the disk is full, says so on /readyz, and recovers', async (t) => {
+    const service = await startService('sqlite', { WEBHOOK_WORKER: 'false' })
+    t.after(() => service.close())
+    const token = await service.token()
+    assert.equal((await create(service, token, 1)).status, 200)
+    // SQLite's page limit makes its writes fail with SQLITE_FULL, as a full disk does.
+    const writer = writerOf(service)
+    const pages = writer.pragma('page_count', { simple: true }) as number
+    writer.pragma(`max_page_count = ${pages}`)
+    let full: Awaited<ReturnType<typeof create>> | undefined
+    let failedId = 0
+    for (let id = 2; id < 2000 && !full; id++) {
+      const response = await create(service, token, id)
+      if (response.status !== 200) [full, failedId] = [response, id]
+    }
+    assert.ok(full, 'the page limit was reached')
+    assert.equal(full.status, 503, full.text)
+    assert.equal(full.headers.get('retry-after'), '5')
+    assert.equal(full.json.code, 'STORE_UNAVAILABLE')
+    const ready = await request('GET', `${service.url}/readyz`)
+    assert.equal(ready.status, 503, ready.text)
+    assert.match(ready.json.message, /could not write just now/)
+    assert.equal((await request('GET', `${service.url}/plants/1`, { token })).status, 200, 'reads go on')
+
+    writer.pragma('max_page_count = 1073741823')
+    assert.equal((await create(service, token, 5000)).status, 200)
+    assert.equal((await request('GET', `${service.url}/readyz`)).status, 200)
+    const lost = await request('GET', `${service.url}/plants/${failedId}`, { token })
+    assert.equal(lost.status, 404, 'the create that was refused stored nothing')
+  })
+
+  it('refuses writes once the store files are deleted under it, rather than acknowledge them', async (t) => {
+    const service = await startService('sqlite', { WEBHOOK_WORKER: 'false' })
+    t.after(() => service.close())
+    const token = await service.token()
+    assert.equal((await create(service, token, 1)).status, 200)
+    assert.equal((await request('GET', `${service.url}/readyz`)).status, 200)
+    const file = service.env.PLANT_STORE_DB as string
+    for (const suffix of ['', '-wal', '-shm']) fs.rmSync(file + suffix)
+
+    const ready = await request('GET', `${service.url}/readyz`)
+    assert.equal(ready.status, 503, ready.text)
+    for (const id of [2, 3]) {
+      const response = await create(service, token, id)
+      assert.equal(response.status, 503, response.text)
+      assert.equal(response.headers.get('retry-after'), '5')
+    }
+    assert.equal((await request('GET', `${service.url}/readyz`)).status, 503)
+  })
+})
