@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { CreateBatcher, type CreateRequest } from '../../src/storage/postgres/create-batcher.js'
-import type { CreateOutcome } from '../../src/storage/storage.js'
+import { type CreateOutcome, StoreUnavailableError } from '../../src/storage/storage.js'
 
 /** Keeps the event loop busy for `ms`, as a saturated service would. */
 function spin(ms: number): void {
@@ -60,7 +60,7 @@ async function twoTurns(batcher: CreateBatcher, runner: ReturnType<typeof heldRu
 describe('PostgreSQL create batcher', () => {
   it('sends a second batch while the first runs when the event loop has been mostly idle', async () => {
     const runner = heldRunner()
-    const batcher = new CreateBatcher(runner.run, 2, 256)
+    const batcher = new CreateBatcher(runner.run, 2, 256, 60_000)
     await sleep(150)
     const { atOnce, outcomes } = await twoTurns(batcher, runner)
     assert.equal(atOnce, 2, 'both batches ran at once')
@@ -70,7 +70,7 @@ describe('PostgreSQL create batcher', () => {
 
   it('runs one batch at a time when the event loop has been saturated, and the waiting creates form the next', async () => {
     const runner = heldRunner()
-    const batcher = new CreateBatcher(runner.run, 2, 256)
+    const batcher = new CreateBatcher(runner.run, 2, 256, 60_000)
     spin(150)
     const { atOnce, outcomes } = await twoTurns(batcher, runner)
     assert.equal(atOnce, 1, 'the second batch waited for the first')
@@ -81,9 +81,42 @@ describe('PostgreSQL create batcher', () => {
     )
   })
 
+  it('answers every create by its deadline, sent or queued, and sends none already past it', async () => {
+    const runner = heldRunner()
+    const batcher = new CreateBatcher(runner.run, 1, 256, 200)
+    const started = Date.now()
+    const sent = batcher.submit(plant(1), '{}')
+    await new Promise((resolve) => setImmediate(resolve))
+    const all = [sent, batcher.submit(plant(2), '{}'), batcher.submit(plant(3), '{}')]
+    // The sleep also keeps the process alive: the batcher's timers do not (the HTTP server does).
+    const patience = new AbortController()
+    const settled = await Promise.race([
+      Promise.allSettled(all),
+      sleep(3000, 'still waiting', { signal: patience.signal }),
+    ])
+    patience.abort()
+    const waited = Date.now() - started
+    assert.ok(Array.isArray(settled), 'every create was answered')
+    for (const result of settled) {
+      assert.equal(result.status, 'rejected')
+      assert.ok((result as PromiseRejectedResult).reason instanceof StoreUnavailableError)
+    }
+    assert.ok(waited >= 190, `answered after ${waited} ms, not before the deadline`)
+    assert.equal(runner.batches.length, 1, 'only the first was sent: the others were never')
+    // The held statement ends late: the next create goes out then, and is answered.
+    runner.releaseAll()
+    const later = batcher.submit(plant(4), '{}')
+    while ((await Promise.race([later, sleep(5).then(() => 'pending')])) === 'pending') runner.releaseAll()
+    assert.deepEqual(await later, { kind: 'created' })
+    assert.deepEqual(
+      runner.batches.map((batch) => batch.map((request) => request.plant.id)),
+      [[1n], [4n]],
+    )
+  })
+
   it('goes back to two batches at once when the load is gone', async () => {
     const runner = heldRunner()
-    const batcher = new CreateBatcher(runner.run, 2, 256)
+    const batcher = new CreateBatcher(runner.run, 2, 256, 60_000)
     spin(150)
     assert.equal((await twoTurns(batcher, runner)).atOnce, 1)
     await sleep(150)

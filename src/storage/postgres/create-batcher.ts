@@ -1,4 +1,4 @@
-import type { CreateOutcome, Plant } from '../storage.js'
+import { type CreateOutcome, type Plant, StoreUnavailableError } from '../storage.js'
 import { LoadMeter } from './load-meter.js'
 
 export interface CreateRequest {
@@ -9,6 +9,8 @@ export interface CreateRequest {
 interface Waiting extends CreateRequest {
   resolve: (outcome: CreateOutcome) => void
   reject: (error: unknown) => void
+  /** When it was submitted (Date.now()). */
+  since: number
 }
 
 /**
@@ -27,11 +29,19 @@ export class CreateBatcher {
   private inFlight = 0
   private readonly idsInFlight = new Set<bigint>()
   private readonly loadMeter = new LoadMeter()
+  private expiry: NodeJS.Timeout | undefined
 
+  /**
+   * `maxWaitMs` bounds how long a create waits for its answer from the moment it is submitted:
+   * one queued behind a batch that the server does not answer (frozen, cut off) got its 503 only
+   * after that batch's deadline and then its own, twice the documented time. One still queued at
+   * its deadline is answered 503 unsent, so not stored.
+   */
   constructor(
     private readonly runBatch: (batch: CreateRequest[]) => Promise<CreateOutcome[]>,
     private readonly maxInFlight: number,
     private readonly maxBatch: number,
+    private readonly maxWaitMs: number,
   ) {}
 
   /**
@@ -47,9 +57,35 @@ export class CreateBatcher {
 
   submit(plant: Plant, payload: string): Promise<CreateOutcome> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ plant, payload, resolve, reject })
+      this.queue.push({ plant, payload, resolve, reject, since: Date.now() })
       this.schedule()
+      this.watchQueue()
     })
+  }
+
+  /** One timer, for the oldest create still queued; it is usually sent long before. */
+  private watchQueue(): void {
+    const oldest = this.queue[0]
+    if (this.expiry || !oldest) return
+    const due = Math.max(0, oldest.since + this.maxWaitMs - Date.now())
+    this.expiry = setTimeout(() => {
+      this.expiry = undefined
+      this.expireWaiting()
+      this.watchQueue()
+    }, due)
+    this.expiry.unref()
+  }
+
+  private expireWaiting(): void {
+    const now = Date.now()
+    const expired = this.queue.filter((waiting) => now - waiting.since >= this.maxWaitMs)
+    if (expired.length === 0) return
+    this.queue = this.queue.filter((waiting) => now - waiting.since < this.maxWaitMs)
+    for (const waiting of expired) waiting.reject(this.tooLate())
+  }
+
+  private tooLate(): StoreUnavailableError {
+    return new StoreUnavailableError(`PostgreSQL did not answer this create within ${this.maxWaitMs} ms`)
   }
 
   // On the next turn of the event loop, so that the creates of this one travel together.
@@ -61,15 +97,31 @@ export class CreateBatcher {
 
   private flush(): void {
     this.scheduled = false
+    const oldest = this.queue[0]
+    if (oldest && Date.now() - oldest.since >= this.maxWaitMs) this.expireWaiting()
     while (this.queue.length > 0 && this.inFlight < this.limit()) {
       const batch = this.take()
       // Everything queued repeats an id still running; its batch's end schedules the next flush.
       if (batch.length === 0) return
       this.inFlight++
+      // Answered by the oldest create's deadline at the latest, however long it queued; the
+      // statement may still commit afterwards, as after any lost answer (creates are idempotent).
+      let answered = false
+      const answer = (give: () => void) => {
+        if (answered) return
+        answered = true
+        clearTimeout(late)
+        give()
+      }
+      const late = setTimeout(
+        () => answer(() => batch.forEach((waiting) => waiting.reject(this.tooLate()))),
+        Math.max(0, (batch[0] as Waiting).since + this.maxWaitMs - Date.now()),
+      ).unref()
       this.runBatch(batch)
         .then(
-          (outcomes) => batch.forEach((waiting, i) => waiting.resolve(outcomes[i] as CreateOutcome)),
-          (error: unknown) => batch.forEach((waiting) => waiting.reject(error)),
+          (outcomes) =>
+            answer(() => batch.forEach((waiting, i) => waiting.resolve(outcomes[i] as CreateOutcome))),
+          (error: unknown) => answer(() => batch.forEach((waiting) => waiting.reject(error))),
         )
         .finally(() => {
           for (const waiting of batch) this.idsInFlight.delete(waiting.plant.id)

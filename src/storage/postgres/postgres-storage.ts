@@ -68,11 +68,7 @@ export class PostgresStorage implements Storage {
   readonly kind = 'postgres'
   readonly warnings: readonly string[] = []
 
-  private readonly creates = new CreateBatcher(
-    (batch) => createPlants(this.sql, batch, (work) => this.guardIdempotent(work)),
-    MAX_BATCHES_IN_FLIGHT,
-    MAX_BATCH,
-  )
+  private readonly creates: CreateBatcher
 
   /** DB_STATEMENT_TIMEOUT_MS plus a margin: see CLIENT_DEADLINE_MARGIN_MS. */
   private readonly deadlineMs: number
@@ -86,6 +82,12 @@ export class PostgresStorage implements Storage {
   ) {
     this.deadlineMs = options.statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS
     this.retryAttempts = options.poolSize + 1
+    this.creates = new CreateBatcher(
+      (batch) => createPlants(this.sql, batch, (work) => this.guardIdempotent(work)),
+      MAX_BATCHES_IN_FLIGHT,
+      MAX_BATCH,
+      this.deadlineMs,
+    )
   }
 
   /** Fails requests at once while the server is known to be unreachable: see Reachability. */
