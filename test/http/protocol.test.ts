@@ -112,6 +112,11 @@ describe('HTTP protocol details: Expect and percent-encoding on every route', ()
     assert.equal((await request('GET', `${service.url}/plants/172`, { token })).status, 404)
   })
 
+  /** The head of an authorized create of `body`, with `lines` among its headers. */
+  const createHead = (body: string, lines: string[]) =>
+    `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n` +
+    `Content-Length: ${body.length}\r\n${lines.join('\r\n')}\r\n\r\n`
+
   // Node's own test finds "100-continue" anywhere in the value; RFC 9110 has no other expectation.
   let expectId = 180
   for (const lines of [
@@ -127,10 +132,7 @@ describe('HTTP protocol details: Expect and percent-encoding on every route', ()
       const body = `{"id":${id},"name":"expectant"}`
       const client = new RawClient(service.url)
       try {
-        client.write(
-          `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n` +
-            `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n${lines.join('\r\n')}\r\n\r\n${body}`,
-        )
+        client.write(createHead(body, lines) + body)
         const received = await client.waitFor(/\r\n\r\n\{.*\}$/s)
         assert.match(received, /^HTTP\/1\.1 417 /, received)
         assert.doesNotMatch(received, /100 Continue/)
@@ -147,10 +149,7 @@ describe('HTTP protocol details: Expect and percent-encoding on every route', ()
       const body = `{"id":${id},"name":"continued"}`
       const client = new RawClient(service.url)
       try {
-        client.write(
-          `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n` +
-            `Content-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: ${value}\r\n\r\n`,
-        )
+        client.write(createHead(body, [`Expect: ${value}`]))
         assert.equal(await client.waitFor(/100 Continue\r\n\r\n/), 'HTTP/1.1 100 Continue\r\n\r\n')
         client.write(body)
         assert.match(await client.waitFor(/\{"name":"continued"\}$/), /HTTP\/1\.1 200 OK/)
