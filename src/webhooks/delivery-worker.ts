@@ -215,8 +215,9 @@ export class DeliveryWorker implements Background {
     const at = new Date()
     const attempts = delivery.attempts + 1
     const backoff = ok ? null : nextRetryAt(this.policy, attempts, at)
-    // An interrupted send is due again at once (if an attempt is left), not after a backoff.
-    const retryAt = interrupted && backoff ? at : backoff
+    // An interrupted send is due again at once, not after a backoff, and even when it was the last
+    // attempt allowed: it never got an answer, and a stop must not fail a delivery for good.
+    const retryAt = interrupted ? at : backoff
     const fields = { deliveryId: delivery.id, subscriptionId: delivery.subscriptionId, attempts, status }
     if (ok) this.log.debug(fields, 'webhook delivered')
     else if (retryAt) this.log.info({ ...fields, error, retryAt }, 'webhook attempt failed; will retry')

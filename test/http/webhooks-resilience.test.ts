@@ -94,31 +94,39 @@ for (const store of testStores()) {
       assert.deepEqual(rows.map((row) => row.plantId).sort(), ['31', '32', '33', '34'])
     })
 
-    it('drains on SIGTERM: a send still held is recorded as interrupted, then resent right after restart', async (t) => {
-      // The send (timeout 6 s) outlives the stop grace (5 s), so stop() aborts it and records it as
-      // due at once; the restarted worker sends it again without waiting for its 60 s lease.
-      const ctx = await setup(t, { WEBHOOK_TIMEOUT_MS: '6000', WEBHOOK_LEASE_MS: '60000' })
-      const receiver = await ctx.receiver()
-      receiver.answer = () => 'hold'
-      await ctx.subscribe(receiver)
-      const first = await ctx.start()
-      assert.equal((await ctx.post('{"id":51,"name":"Held at shutdown"}')).status, 200)
-      await waitFor('the send in flight', () => receiver.holding.length === 1)
-      const heldId = receiver.ids[0]
+    // With 1 attempt allowed, the interrupted one was the last: it must not fail the delivery.
+    for (const maxAttempts of ['3', '1']) {
+      it(`drains on SIGTERM: a send still held is recorded as interrupted, then resent right after restart (WEBHOOK_MAX_ATTEMPTS=${maxAttempts})`, async (t) => {
+        // The send (timeout 6 s) outlives the stop grace (5 s), so stop() aborts it and records it as
+        // due at once; the restarted worker sends it again without waiting for its 60 s lease.
+        const ctx = await setup(t, {
+          WEBHOOK_TIMEOUT_MS: '6000',
+          WEBHOOK_LEASE_MS: '60000',
+          WEBHOOK_MAX_ATTEMPTS: maxAttempts,
+        })
+        const receiver = await ctx.receiver()
+        receiver.answer = () => 'hold'
+        await ctx.subscribe(receiver)
+        const first = await ctx.start()
+        assert.equal((await ctx.post('{"id":51,"name":"Held at shutdown"}')).status, 200)
+        await waitFor('the send in flight', () => receiver.holding.length === 1)
+        const heldId = receiver.ids[0]
 
-      first.child.kill('SIGTERM')
-      assert.equal(await first.exited, 0, first.output())
-      assert.match(first.output(), /aborting webhook sends still in flight/)
-      const [row] = await ctx.deliveries()
-      assert.equal(row?.status, 'pending')
-      assert.equal(row?.attempts, 1, 'the interrupted send is an attempt the operator can see')
-      assert.match(row?.lastError ?? '', /^interrupted: the worker stopped/)
+        first.child.kill('SIGTERM')
+        assert.equal(await first.exited, 0, first.output())
+        assert.match(first.output(), /aborting webhook sends still in flight/)
+        const [row] = await ctx.deliveries()
+        assert.equal(row?.status, 'pending')
+        assert.equal(row?.attempts, 1, 'the interrupted send is an attempt the operator can see')
+        assert.match(row?.lastError ?? '', /^interrupted: the worker stopped/)
 
-      receiver.answer = () => 200
-      await ctx.start()
-      // Well inside the lease: the send is due at once, not when its lease runs out.
-      await waitFor('delivery right after restart', () => receiver.acknowledged().has(heldId ?? ''), 10_000)
-    })
+        receiver.answer = () => 200
+        await ctx.start()
+        // Well inside the lease: the send is due at once, not when its lease runs out.
+        await waitFor('delivery right after restart', () => receiver.acknowledged().has(heldId ?? ''), 10_000)
+        await waitFor('recorded delivered', async () => (await ctx.deliveries())[0]?.status === 'delivered')
+      })
+    }
 
     it('resumes pending deliveries after a restart when the worker was off', async (t) => {
       const ctx = await setup(t, { WEBHOOK_WORKER: 'false' })
