@@ -35,7 +35,8 @@ async function create(storage: Storage, args: string[]): Promise<void> {
   const name = values.name?.trim()
   if (!name) throw new UsageError('tokens create needs --name NAME')
   // It is printed in `tokens list`'s table: a control character or a page of text would break it.
-  if (name.length > 100 || /\p{Cc}/u.test(name)) {
+  // Counted in characters (code points), as name and tag are: an emoji is one, not two.
+  if ([...name].length > 100 || /\p{Cc}/u.test(name)) {
     throw new UsageError(
       '--name must be at most 100 characters, with no control characters (newline, tab, ...)',
     )

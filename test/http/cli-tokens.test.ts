@@ -107,6 +107,18 @@ for (const store of testStores()) {
       })
     }
 
+    it('counts --name in characters: 100 emoji are a name, 101 are not', async () => {
+      const hundred = await runCli(['tokens', 'create', '--name', '🌵'.repeat(100)], env)
+      assert.equal(hundred.code, 0, hundred.stderr)
+      const listed = JSON.parse((await runCli(['tokens', 'list', '--json'], env)).stdout) as {
+        name: string
+      }[]
+      assert.ok(listed.some((token) => token.name === '🌵'.repeat(100)))
+      const more = await runCli(['tokens', 'create', '--name', '🌵'.repeat(101)], env)
+      assert.equal(more.code, 2)
+      assert.match(more.stderr, /--name must be at most 100 characters/)
+    })
+
     it('migrate succeeds and is idempotent', async () => {
       assert.equal((await runCli(['migrate'], env)).code, 0)
       assert.equal((await runCli(['migrate'], env)).code, 0)
