@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 import { ConfigError, loadConfig } from '../config.js'
 import { openStorage } from '../storage/open.js'
-import { CommandError, UsageError } from './output.js'
+import type { Storage } from '../storage/storage.js'
+import type { OpenStore } from './open-store.js'
+import { CommandError, stdoutFailed, UsageError, watchStdout } from './output.js'
 import { serveCommand } from './serve.js'
 import { tokensCommand, tokensUsage } from './tokens.js'
 import { webhooksCommand, webhooksUsage } from './webhooks.js'
@@ -25,34 +27,42 @@ async function main(argv: string[]): Promise<void> {
   if (!command) throw new UsageError('a command is required')
   const known = ['serve', 'migrate', 'tokens', 'webhooks']
   if (!known.includes(command)) throw new UsageError(`unknown command "${command}"`)
-  const config = loadConfig()
-  const storage = await openStorage(config)
-  if (command === 'serve') return serveCommand(config, storage, args)
+  if (command === 'serve') return serveCommand(args)
+  let storage: Storage | undefined
+  const open: OpenStore = async () => (storage ??= await openStorage(loadConfig()))
   try {
     if (command === 'migrate') {
-      // Opening the store applied any pending migration; say where it stands.
-      process.stdout.write(`migrations applied: ${storage.kind} store is up to date\n`)
-    } else if (command === 'webhooks') await webhooksCommand(storage, args)
-    else await tokensCommand(storage, args)
+      if (args.length > 0) throw new UsageError('migrate takes no arguments')
+      // Opening the store applies any pending migration; say where it stands.
+      process.stdout.write(`migrations applied: ${(await open()).kind} store is up to date\n`)
+    } else if (command === 'webhooks') await webhooksCommand(open, args)
+    else await tokensCommand(open, args)
   } finally {
-    await storage.close()
+    await storage?.close()
   }
 }
 
-main(process.argv.slice(2)).catch((error: unknown) => {
-  if (
-    error instanceof UsageError ||
-    (error instanceof Error && error.name === 'TypeError' && 'code' in error)
-  ) {
-    process.stderr.write(`plant-store: ${error.message}\n\n${usage}\n`)
-    process.exit(2)
-  }
-  if (error instanceof ConfigError || error instanceof CommandError) {
-    process.stderr.write(`plant-store: ${error.message}\n`)
+watchStdout()
+main(process.argv.slice(2))
+  .then(async () => {
+    const failure = await stdoutFailed()
+    if (failure)
+      throw new CommandError(`could not write to standard output: ${failure.code ?? failure.message}`)
+  })
+  .catch((error: unknown) => {
+    if (
+      error instanceof UsageError ||
+      (error instanceof Error && error.name === 'TypeError' && 'code' in error)
+    ) {
+      process.stderr.write(`plant-store: ${error.message}\n\n${usage}\n`)
+      process.exit(2)
+    }
+    if (error instanceof ConfigError || error instanceof CommandError) {
+      process.stderr.write(`plant-store: ${error.message}\n`)
+      process.exit(1)
+    }
+    process.stderr.write(
+      `plant-store: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    )
     process.exit(1)
-  }
-  process.stderr.write(
-    `plant-store: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-  )
-  process.exit(1)
-})
+  })

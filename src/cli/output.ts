@@ -7,6 +7,39 @@ export const print = (line: string): void => {
   process.stdout.write(`${line}\n`)
 }
 
+/**
+ * Prints a secret shown only once, and resolves only once it is written: when it could not be (a
+ * full disk, a closed pipe), the caller undoes what the secret was for rather than leave a token
+ * or subscription whose secret nobody has.
+ */
+export function printSecret(secret: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    process.stdout.write(`${secret}\n`, (error) => (error ? reject(error) : resolve()))
+  })
+}
+
+/** Why standard output could not be written: `EPIPE` when the reader left (`| head`), say. */
+let stdoutFailure: NodeJS.ErrnoException | undefined
+
+/**
+ * Keeps a failed write to standard output from crashing the CLI with a stack trace (an 'error'
+ * event nobody listened to); `stdoutFailed` says afterwards what became of the output.
+ */
+export function watchStdout(): void {
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    stdoutFailure ??= error
+  })
+}
+
+/**
+ * Waits for what was written to standard output, then gives the error that stopped it, unless
+ * the reader merely closed its end early (EPIPE: `| head` took what it wanted).
+ */
+export async function stdoutFailed(): Promise<NodeJS.ErrnoException | undefined> {
+  await new Promise<void>((resolve) => process.stdout.write('', () => resolve()))
+  return stdoutFailure?.code === 'EPIPE' ? undefined : stdoutFailure
+}
+
 /** Fixed-width columns for humans; scripts use --json. */
 export function table(rows: Record<string, string>[], columns: string[]): string {
   const widths = columns.map((column) =>

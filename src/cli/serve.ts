@@ -1,9 +1,9 @@
 import cluster from 'node:cluster'
 import net from 'node:net'
 import { parseArgs } from 'node:util'
-import { type Config, ConfigError } from '../config.js'
+import { type Config, ConfigError, loadConfig } from '../config.js'
 import { type Background, createServer, exitOnSignals } from '../server.js'
-import type { Storage } from '../storage/storage.js'
+import { openStorage } from '../storage/open.js'
 import { DeliveryWorker } from '../webhooks/delivery-worker.js'
 import { parseWorkers, runCluster } from './cluster.js'
 
@@ -12,9 +12,12 @@ import { parseWorkers, runCluster } from './cluster.js'
  * one worker this process becomes a node:cluster primary and each worker (which re-runs this same
  * command) takes the path below.
  */
-export async function serveCommand(config: Config, storage: Storage, args: string[]): Promise<void> {
+export async function serveCommand(args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { workers: { type: 'string' } }, strict: true })
   const workers = parseWorkers(values.workers)
+  // After the arguments: a wrong command line is a 2 whatever the store, and creates no store file.
+  const config = loadConfig()
+  const storage = await openStorage(config)
   if (workers > 1 && cluster.isPrimary) {
     // Opening the store has applied any pending migration, once, before a worker starts.
     await storage.close()

@@ -6,8 +6,9 @@ import {
   parseDuration,
   SCOPES,
 } from '../auth/token-format.js'
-import type { Storage, TokenRecord } from '../storage/storage.js'
-import { CommandError, print, table, UsageError } from './output.js'
+import type { TokenRecord } from '../storage/storage.js'
+import type { OpenStore } from './open-store.js'
+import { CommandError, print, printSecret, table, UsageError } from './output.js'
 
 const MAX_EXPIRY_MS = 36_500 * 86_400_000
 
@@ -26,7 +27,7 @@ const describe = (token: TokenRecord, now: Date) => ({
   status: token.revokedAt ? 'revoked' : token.expiresAt && token.expiresAt <= now ? 'expired' : 'active',
 })
 
-async function create(storage: Storage, args: string[]): Promise<void> {
+async function create(open: OpenStore, args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
     options: { name: { type: 'string' }, scopes: { type: 'string' }, 'expires-in': { type: 'string' } },
@@ -60,8 +61,10 @@ async function create(storage: Storage, args: string[]): Promise<void> {
     expiresAt = new Date(Date.now() + ms)
   }
   const secret = generateTokenSecret()
+  const id = generateTokenId()
+  const storage = await open()
   await storage.createToken({
-    id: generateTokenId(),
+    id,
     name,
     scopes: [...new Set(scopes)],
     hash: hashToken(secret),
@@ -71,13 +74,20 @@ async function create(storage: Storage, args: string[]): Promise<void> {
     revokedAt: null,
   })
   // The secret alone on stdout, so `TOKEN=$(plant-store tokens create ...)` works; it is shown once.
-  print(secret)
+  try {
+    await printSecret(secret)
+  } catch (error) {
+    await storage.revokeToken(id)
+    throw new CommandError(
+      `could not write the token to standard output (${(error as NodeJS.ErrnoException).code ?? error}); token ${id} is revoked: create another`,
+    )
+  }
 }
 
-async function list(storage: Storage, args: string[]): Promise<void> {
+async function list(open: OpenStore, args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { json: { type: 'boolean' } }, strict: true })
   const now = new Date()
-  const tokens = (await storage.listTokens()).map((token) => describe(token, now))
+  const tokens = (await (await open()).listTokens()).map((token) => describe(token, now))
   if (values.json) {
     print(JSON.stringify(tokens, null, 2))
     return
@@ -92,10 +102,11 @@ async function list(storage: Storage, args: string[]): Promise<void> {
   print(table(rows, ['id', 'name', 'scopes', 'status', 'created', 'expires', 'lastUsed']))
 }
 
-async function revoke(storage: Storage, args: string[]): Promise<void> {
+async function revoke(open: OpenStore, args: string[]): Promise<void> {
   const { positionals } = parseArgs({ args, allowPositionals: true, strict: true })
   const id = positionals[0]
   if (!id || positionals.length > 1) throw new UsageError('tokens revoke needs exactly one token ID')
+  const storage = await open()
   if (!(await storage.revokeToken(id))) {
     const known = (await storage.listTokens()).some((token) => token.id === id)
     throw new CommandError(known ? `token ${id} is already revoked` : `no token with id ${id}`)
@@ -103,10 +114,10 @@ async function revoke(storage: Storage, args: string[]): Promise<void> {
   print(`revoked ${id}`)
 }
 
-export async function tokensCommand(storage: Storage, args: string[]): Promise<void> {
+export async function tokensCommand(open: OpenStore, args: string[]): Promise<void> {
   const [action, ...rest] = args
-  if (action === 'create') return create(storage, rest)
-  if (action === 'list') return list(storage, rest)
-  if (action === 'revoke') return revoke(storage, rest)
+  if (action === 'create') return create(open, rest)
+  if (action === 'list') return list(open, rest)
+  if (action === 'revoke') return revoke(open, rest)
   throw new UsageError(`unknown tokens command "${action ?? ''}"`)
 }

@@ -1,8 +1,9 @@
 import { parseArgs } from 'node:util'
 import { randomBase62 } from '../auth/token-format.js'
-import type { Delivery, DeliveryAttempt, Storage } from '../storage/storage.js'
+import type { Delivery, DeliveryAttempt } from '../storage/storage.js'
+import type { OpenStore } from './open-store.js'
 import { generateWebhookSecret } from '../webhooks/signer.js'
-import { CommandError, print, table, UsageError } from './output.js'
+import { CommandError, print, printSecret, table, UsageError } from './output.js'
 
 export const webhooksUsage = `plant-store webhooks add URL
 plant-store webhooks list [--json]
@@ -98,25 +99,33 @@ function wholeNumber(option: string, raw: string, min: number, max: number): num
   return Number(raw)
 }
 
-async function add(storage: Storage, args: string[]): Promise<void> {
+async function add(open: OpenStore, args: string[]): Promise<void> {
   const { positionals } = parseArgs({ args, allowPositionals: true, strict: true })
   const raw = positionals[0]
   if (!raw || positionals.length > 1) throw new UsageError('webhooks add needs exactly one URL')
   const url = parseSubscriberUrl(raw)
   const id = `sub_${randomBase62(16)}`
   const secret = generateWebhookSecret()
+  const storage = await open()
   await storage.addSubscription({ id, url, secret, createdAt: new Date() })
   // The secret alone on stdout, so `SECRET=$(plant-store webhooks add ...)` works; it is shown once.
-  print(secret)
+  try {
+    await printSecret(secret)
+  } catch (error) {
+    await storage.removeSubscription(id)
+    throw new CommandError(
+      `could not write the signing secret to standard output (${(error as NodeJS.ErrnoException).code ?? error}); subscription ${id} is removed: add it again`,
+    )
+  }
   process.stderr.write(
     `added subscription ${id} for ${url}; keep the signing secret, it is not shown again\n`,
   )
 }
 
-async function list(storage: Storage, args: string[]): Promise<void> {
+async function list(open: OpenStore, args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { json: { type: 'boolean' } }, strict: true })
   // Never the secret.
-  const subscriptions = (await storage.listSubscriptions()).map((s) => ({
+  const subscriptions = (await (await open()).listSubscriptions()).map((s) => ({
     id: s.id,
     url: s.url,
     created: s.createdAt.toISOString(),
@@ -128,15 +137,16 @@ async function list(storage: Storage, args: string[]): Promise<void> {
   print(table(subscriptions, ['id', 'url', 'created']))
 }
 
-async function remove(storage: Storage, args: string[]): Promise<void> {
+async function remove(open: OpenStore, args: string[]): Promise<void> {
   const { positionals } = parseArgs({ args, allowPositionals: true, strict: true })
   const id = positionals[0]
   if (!id || positionals.length > 1) throw new UsageError('webhooks remove needs exactly one subscription ID')
-  if (!(await storage.removeSubscription(id))) throw new CommandError(`no webhook subscription with id ${id}`)
+  if (!(await (await open()).removeSubscription(id)))
+    throw new CommandError(`no webhook subscription with id ${id}`)
   print(`removed ${id}`)
 }
 
-async function deliveries(storage: Storage, args: string[]): Promise<void> {
+async function deliveries(open: OpenStore, args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
     options: {
@@ -153,6 +163,7 @@ async function deliveries(storage: Storage, args: string[]): Promise<void> {
     values.attempts === undefined
       ? DEFAULT_ATTEMPTS_SHOWN
       : wholeNumber('--attempts', values.attempts, 0, 1000)
+  const storage = await open()
   const found = await storage.listDeliveries({ failedOnly: values.failed === true, limit })
   const attemptsOf = new Map<string, DeliveryAttempt[]>()
   for (const attempt of each === 0
@@ -190,11 +201,11 @@ async function deliveries(storage: Storage, args: string[]): Promise<void> {
   )
 }
 
-export async function webhooksCommand(storage: Storage, args: string[]): Promise<void> {
+export async function webhooksCommand(open: OpenStore, args: string[]): Promise<void> {
   const [action, ...rest] = args
-  if (action === 'add') return add(storage, rest)
-  if (action === 'list') return list(storage, rest)
-  if (action === 'remove') return remove(storage, rest)
-  if (action === 'deliveries') return deliveries(storage, rest)
+  if (action === 'add') return add(open, rest)
+  if (action === 'list') return list(open, rest)
+  if (action === 'remove') return remove(open, rest)
+  if (action === 'deliveries') return deliveries(open, rest)
   throw new UsageError(`unknown webhooks command "${action ?? ''}"`)
 }

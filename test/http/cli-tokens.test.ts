@@ -1,9 +1,20 @@
 import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import path from 'node:path'
+import { spawn } from 'node:child_process'
 import { after, before, describe, it } from 'node:test'
 import Database from 'better-sqlite3'
 import postgres from 'postgres'
 import { hashToken } from '../../src/auth/token-format.js'
-import { runCli, type SpawnedService, serviceEnv, spawnService, testStores } from '../helpers.js'
+import {
+  cliPath,
+  runCli,
+  type SpawnedService,
+  serviceEnv,
+  spawnService,
+  tempDir,
+  testStores,
+} from '../helpers.js'
 import { request } from '../http-client.js'
 
 for (const store of testStores()) {
@@ -160,3 +171,82 @@ for (const store of testStores()) {
     })
   })
 }
+
+/** Runs the CLI with its standard output on `stdout` (a file descriptor, or a pipe closed at once). */
+function runWithStdout(args: string[], env: Record<string, string>, stdout: number | 'closed') {
+  return new Promise<{ code: number | null; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, [cliPath, ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', stdout === 'closed' ? 'pipe' : stdout, 'pipe'],
+    })
+    if (stdout === 'closed') child.stdout?.destroy()
+    let stderr = ''
+    child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+    child.on('close', (code) => resolve({ code, stderr }))
+  })
+}
+
+describe('plant-store command line', () => {
+  it('never leaves a token or a subscription whose secret could not be printed', async () => {
+    const env = await serviceEnv('sqlite')
+    const full = fs.openSync('/dev/full', 'w')
+    try {
+      const token = await runWithStdout(['tokens', 'create', '--name', 'lost'], env, full)
+      assert.equal(token.code, 1, token.stderr)
+      assert.match(
+        token.stderr,
+        /^plant-store: could not write the token to standard output \(ENOSPC\); token tok_\w+ is revoked/,
+      )
+      const hook = await runWithStdout(['webhooks', 'add', 'http://example.test/hook'], env, full)
+      assert.equal(hook.code, 1, hook.stderr)
+      assert.match(
+        hook.stderr,
+        /could not write the signing secret to standard output \(ENOSPC\); subscription sub_\w+ is removed/,
+      )
+      const listed = await runWithStdout(['tokens', 'list', '--json'], env, full)
+      assert.equal(listed.code, 1)
+      assert.equal(listed.stderr, 'plant-store: could not write to standard output: ENOSPC\n')
+    } finally {
+      fs.closeSync(full)
+    }
+    const tokens = JSON.parse((await runCli(['tokens', 'list', '--json'], env)).stdout) as {
+      status: string
+    }[]
+    assert.deepEqual(
+      tokens.map((t) => t.status),
+      ['revoked'],
+    )
+    assert.equal((await runCli(['webhooks', 'list', '--json'], env)).stdout.trim(), '[]')
+  })
+
+  it('stops quietly when the reader of its output has gone (| head)', async () => {
+    const env = await serviceEnv('sqlite')
+    for (const args of [['help'], ['tokens', 'list'], ['webhooks', 'deliveries', '--json']]) {
+      const result = await runWithStdout(args, env, 'closed')
+      assert.equal(result.code, 0, result.stderr)
+      assert.equal(result.stderr, '', args.join(' '))
+    }
+  })
+
+  it('checks the command line before the store: exit 2, and no store file made', async () => {
+    const folder = tempDir()
+    const unopenable: Record<string, string>[] = [
+      { PLANT_STORE_DB: path.join(folder, 'fresh', 'plants.db') },
+      { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/nowhere' },
+    ]
+    for (const storeEnv of unopenable) {
+      for (const args of [
+        ['tokens', 'frobnicate'],
+        ['tokens', 'create', '--bogus'],
+        ['tokens', 'list', 'extra'],
+        ['webhooks', 'deliveries', '--limit', '0'],
+        ['serve', '--workers', '0'],
+        ['migrate', 'now'],
+      ]) {
+        const result = await runCli(args, { ...storeEnv, PORT: '0' })
+        assert.equal(result.code, 2, `${args.join(' ')} with ${Object.keys(storeEnv)[0]}: ${result.stderr}`)
+      }
+    }
+    assert.equal(fs.existsSync(path.join(folder, 'fresh')), false, 'no store was created')
+  })
+})
