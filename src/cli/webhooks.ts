@@ -165,13 +165,10 @@ async function deliveries(open: OpenStore, args: string[]): Promise<void> {
       : wholeNumber('--attempts', values.attempts, 0, 1000)
   const storage = await open()
   const found = await storage.listDeliveries({ failedOnly: values.failed === true, limit })
+  const ids = found.map((delivery) => delivery.id)
+  const attempts = each === 0 ? [] : await storage.listAttempts(ids, each)
   const attemptsOf = new Map<string, DeliveryAttempt[]>()
-  for (const attempt of each === 0
-    ? []
-    : await storage.listAttempts(
-        found.map((d) => d.id),
-        each,
-      )) {
+  for (const attempt of attempts) {
     const list = attemptsOf.get(attempt.deliveryId) ?? []
     list.push(attempt)
     attemptsOf.set(attempt.deliveryId, list)
