@@ -113,7 +113,9 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
 }
 
 function databaseUrl(env: Env): string | undefined {
-  const raw = env.DATABASE_URL
+  // Surrounding spaces are dropped, as from every other setting (a leading one was refused, a
+  // trailing one passed).
+  const raw = env.DATABASE_URL?.trim()
   if (raw === undefined) return undefined
   // Unlike the other settings, empty is not "the default": it would quietly give each instance
   // of a PostgreSQL deployment a SQLite file of its own.

@@ -28,6 +28,8 @@ export function parseSubscriberUrl(raw: string): string {
     throw new UsageError(`webhook URL must use http or https, got "${url.protocol.replace(/:$/, '')}"`)
   }
   if (!url.hostname) throw new UsageError(`webhook URL "${raw}" has no host`)
+  // Port 0 is no destination: every delivery would fail to connect.
+  if (url.port === '0') throw new UsageError('webhook URL port must be between 1 and 65535, got 0')
   if (url.username || url.password) {
     throw new UsageError('webhook URL must not contain credentials; verify the signature instead')
   }

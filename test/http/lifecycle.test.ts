@@ -396,6 +396,18 @@ describe('configuration', () => {
     })
   }
 
+  it('takes a DATABASE_URL with spaces around it like any other setting', async () => {
+    for (const value of [
+      ' postgres://nobody@127.0.0.1:1/nowhere',
+      'postgres://nobody@127.0.0.1:1/nowhere ',
+    ]) {
+      const result = await runCli(['serve'], { DATABASE_URL: value, PORT: '0' })
+      assert.equal(result.code, 1, result.stderr)
+      assert.match(result.stderr, /DATABASE_URL/)
+      assert.doesNotMatch(result.stderr, /must start with/, JSON.stringify(value))
+    }
+  })
+
   it('says a DATABASE_URL port is out of range rather than blaming the password', async () => {
     const env = { DATABASE_URL: 'postgres://postgres@127.0.0.1:99999/x', PORT: '0' }
     const result = await runCli(['serve'], env)

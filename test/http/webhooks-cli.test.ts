@@ -42,6 +42,7 @@ for (const store of testStores()) {
       '/relative',
       'example.com/hook',
       'http://user:pw@example.com/',
+      'http://example.com:0/hook',
       `https://example.com/${'a'.repeat(2030)}`,
     ]) {
       it(`refuses ${url.slice(0, 60)} with a usage error`, async () => {
