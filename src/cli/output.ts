@@ -8,14 +8,19 @@ export const print = (line: string): void => {
 }
 
 /**
- * Prints a secret shown only once, and resolves only once it is written: when it could not be (a
- * full disk, a closed pipe), the caller undoes what the secret was for rather than leave a token
- * or subscription whose secret nobody has.
+ * Prints a secret shown only once, and returns only once it is written. When it could not be (a
+ * full disk, a closed pipe), `undo` revokes what the secret was for, rather than leave a token or
+ * subscription whose secret nobody has, and says what it did; the command then fails with that.
  */
-export function printSecret(secret: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    process.stdout.write(`${secret}\n`, (error) => (error ? reject(error) : resolve()))
-  })
+export async function printSecret(secret: string, what: string, undo: () => Promise<string>): Promise<void> {
+  try {
+    await new Promise<void>((resolve, reject) => {
+      process.stdout.write(`${secret}\n`, (error) => (error ? reject(error) : resolve()))
+    })
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code ?? String(error)
+    throw new CommandError(`could not write ${what} to standard output (${reason}); ${await undo()}`)
+  }
 }
 
 /** Why standard output could not be written: `EPIPE` when the reader left (`| head`), say. */

@@ -74,14 +74,10 @@ async function create(open: OpenStore, args: string[]): Promise<void> {
     revokedAt: null,
   })
   // The secret alone on stdout, so `TOKEN=$(plant-store tokens create ...)` works; it is shown once.
-  try {
-    await printSecret(secret)
-  } catch (error) {
+  await printSecret(secret, 'the token', async () => {
     await storage.revokeToken(id)
-    throw new CommandError(
-      `could not write the token to standard output (${(error as NodeJS.ErrnoException).code ?? error}); token ${id} is revoked: create another`,
-    )
-  }
+    return `token ${id} is revoked: create another`
+  })
 }
 
 async function list(open: OpenStore, args: string[]): Promise<void> {

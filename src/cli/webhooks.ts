@@ -111,14 +111,10 @@ async function add(open: OpenStore, args: string[]): Promise<void> {
   const storage = await open()
   await storage.addSubscription({ id, url, secret, createdAt: new Date() })
   // The secret alone on stdout, so `SECRET=$(plant-store webhooks add ...)` works; it is shown once.
-  try {
-    await printSecret(secret)
-  } catch (error) {
+  await printSecret(secret, 'the signing secret', async () => {
     await storage.removeSubscription(id)
-    throw new CommandError(
-      `could not write the signing secret to standard output (${(error as NodeJS.ErrnoException).code ?? error}); subscription ${id} is removed: add it again`,
-    )
-  }
+    return `subscription ${id} is removed: add it again`
+  })
   process.stderr.write(
     `added subscription ${id} for ${url}; keep the signing secret, it is not shown again\n`,
   )

@@ -15,6 +15,7 @@ import {
   spawnService,
   type StoreKind,
   stopService,
+  waitFor,
 } from '../helpers.js'
 import { request } from '../http-client.js'
 
@@ -204,6 +205,13 @@ export async function setupWebhooks(store: StoreKind, t: TestContext, extra: Rec
       const result = await runCli(['webhooks', 'deliveries', '--json', ...flags], env)
       assert.equal(result.code, 0, result.stderr)
       return JSON.parse(result.stdout) as DeliveryRow[]
+    },
+    /** Waits until exactly `count` deliveries have failed for good, and returns them. */
+    failed(count: number): Promise<DeliveryRow[]> {
+      return waitFor(`${count} failed deliveries`, async () => {
+        const rows = await ctx.deliveries('--failed')
+        return rows.length === count ? rows : undefined
+      })
     },
     output: () => services.map((s) => s.output()).join('\n'),
   }

@@ -155,10 +155,7 @@ for (const store of testStores()) {
       await ctx.start()
       assert.equal((await ctx.post('{"id":12,"name":"Doomed"}')).status, 200)
       assert.equal((await ctx.post('{"id":13,"name":"Also doomed"}')).status, 200)
-      const failed = await waitFor('two failed deliveries', async () => {
-        const rows = await ctx.deliveries('--failed')
-        return rows.length === 2 ? rows : undefined
-      })
+      const failed = await ctx.failed(2)
       for (const row of failed) {
         assert.equal(row.status, 'failed')
         assert.equal(row.attempts, 3)
@@ -184,10 +181,7 @@ for (const store of testStores()) {
       await ctx.subscribe(receiver)
       await ctx.start()
       assert.equal((await ctx.post('{"id":15,"name":"Fickle receiver"}')).status, 200)
-      const [row] = await waitFor('failed after three different failures', async () => {
-        const rows = await ctx.deliveries('--failed')
-        return rows.length === 1 ? rows : undefined
-      })
+      const [row] = await ctx.failed(1)
       assert.ok(row)
       assert.deepEqual(
         row.recentAttempts.map(({ attempt, httpStatus, error }) => ({ attempt, httpStatus, error })),
@@ -270,10 +264,7 @@ for (const store of testStores()) {
       await ctx.subscribe(receiver)
       await ctx.start()
       assert.equal((await ctx.post('{"id":14,"name":"Silent receiver"}')).status, 200)
-      const [row] = await waitFor('failed after timeouts', async () => {
-        const rows = await ctx.deliveries('--failed')
-        return rows.length === 1 ? rows : undefined
-      })
+      const [row] = await ctx.failed(1)
       assert.equal(row?.lastError, 'timeout after 200 ms')
       assert.equal(row?.lastStatus, null)
       assert.equal(row?.attempts, 2)

@@ -92,7 +92,7 @@ const isBusy = (error: unknown) => sqliteCode(error).startsWith('SQLITE_BUSY')
 function storeError(error: unknown): Error {
   const code = sqliteCode(error)
   const message = (error as Error).message
-  if (isBusy(error)) return new StoreUnavailableError(`SQLite is busy: ${message}`)
+  if (code.startsWith('SQLITE_BUSY')) return new StoreUnavailableError(`SQLite is busy: ${message}`)
   if (code.startsWith('SQLITE_READONLY')) {
     return new StoreReadOnlyError(`the SQLite store takes no writes: ${message}`, { cause: error })
   }
