@@ -1,8 +1,13 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
 
-/** RFC 3986 reg-name (which covers IPv4) or a bracketed IPv6 address, with an optional port. */
-export const PLAIN_HOST = /^(?:[A-Za-z0-9._~!$&'()*+,;=%-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/
+/**
+ * RFC 3986 reg-name (which covers IPv4) or a bracketed IPv6 address, with an optional port that a
+ * TCP connection could have (0-65535): `x:99999` was echoed into the next-page Link, where no
+ * client could follow it.
+ */
+export const PLAIN_HOST =
+  /^(?:[A-Za-z0-9._~!$&'()*+,;=%-]+|\[[0-9A-Fa-f:.]+\])(?::(?:\d{1,4}|[0-5]\d{4}|6[0-4]\d{3}|65[0-4]\d{2}|655[0-2]\d|6553[0-5]))?$/
 
 const hostError = (rule: string) =>
   new ApiError('VALIDATION_FAILED', `Host header ${rule}`, { details: [{ field: 'Host', rule }] })
@@ -25,7 +30,8 @@ export function requireHost(
       httpVersionMajor === 1 && httpVersionMinor === 0 ? undefined : hostError('is required in HTTP/1.1'),
     )
   }
-  if (!PLAIN_HOST.test(host)) return done(hostError('must be a host name or address, with an optional port'))
+  if (!PLAIN_HOST.test(host))
+    return done(hostError('must be a host name or address, with an optional port of 0-65535'))
   const raw = request.raw.rawHeaders
   let lines = 0
   for (let i = 0; i < raw.length; i += 2)

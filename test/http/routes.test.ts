@@ -141,7 +141,13 @@ for (const store of testStores()) {
         'a Host that is not a host[:port]',
         'GET /healthz HTTP/1.1\r\nHost: x>; rel="prev", <http://elsewhere\r\nConnection: close\r\n\r\n',
         400,
-        /^Host header must be a host name or address, with an optional port$/,
+        /^Host header must be a host name or address, with an optional port of 0-65535$/,
+      ],
+      [
+        'a Host whose port no connection could have',
+        'GET /healthz HTTP/1.1\r\nHost: x:65536\r\nConnection: close\r\n\r\n',
+        400,
+        /^Host header must be a host name or address, with an optional port of 0-65535$/,
       ],
       [
         '20 KB of headers',
@@ -161,6 +167,13 @@ for (const store of testStores()) {
         assert.equal((await request('GET', `${service.url}/healthz`)).status, 200)
       })
     }
+
+    it('takes a Host with the highest port a connection can have', async () => {
+      const received = await rawExchange(
+        'GET /healthz HTTP/1.1\r\nHost: x:65535\r\nConnection: close\r\n\r\n',
+      )
+      assert.match(received, /^HTTP\/1\.1 200 /)
+    })
 
     /** Splits a raw HTTP/1.1 answer into its status, lower-cased headers and JSON body. */
     function parseRaw(received: string) {
