@@ -78,22 +78,35 @@ describe('SQLite store in trouble', () => {
     assert.equal(lost.status, 404, 'the create that was refused stored nothing')
   })
 
-  it('refuses writes once the store files are deleted under it, rather than acknowledge them', async (t) => {
-    const service = await startService('sqlite', { WEBHOOK_WORKER: 'false' })
-    t.after(() => service.close())
-    const token = await service.token()
-    assert.equal((await create(service, token, 1)).status, 200)
-    assert.equal((await request('GET', `${service.url}/readyz`)).status, 200)
-    const file = service.env.PLANT_STORE_DB as string
-    for (const suffix of ['', '-wal', '-shm']) fs.rmSync(file + suffix)
+  for (const [how, move] of [
+    ['deleted', (file: string) => fs.rmSync(file)],
+    ['renamed away', (file: string) => fs.renameSync(file, `${file}.moved`)],
+    // A copy put in its place is not the file the writer holds, so writes would miss it too.
+    [
+      'replaced by a copy',
+      (file: string) => {
+        fs.copyFileSync(file, `${file}.copy`)
+        fs.renameSync(`${file}.copy`, file)
+      },
+    ],
+  ] as const) {
+    it(`refuses writes once the store files are ${how} under it, rather than acknowledge them`, async (t) => {
+      const service = await startService('sqlite', { WEBHOOK_WORKER: 'false' })
+      t.after(() => service.close())
+      const token = await service.token()
+      assert.equal((await create(service, token, 1)).status, 200)
+      assert.equal((await request('GET', `${service.url}/readyz`)).status, 200)
+      const file = service.env.PLANT_STORE_DB as string
+      for (const suffix of ['', '-wal', '-shm']) move(file + suffix)
 
-    const ready = await request('GET', `${service.url}/readyz`)
-    assert.equal(ready.status, 503, ready.text)
-    for (const id of [2, 3]) {
-      const response = await create(service, token, id)
-      assert.equal(response.status, 503, response.text)
-      assert.equal(response.headers.get('retry-after'), '5')
-    }
-    assert.equal((await request('GET', `${service.url}/readyz`)).status, 503)
-  })
+      const ready = await request('GET', `${service.url}/readyz`)
+      assert.equal(ready.status, 503, ready.text)
+      for (const id of [2, 3]) {
+        const response = await create(service, token, id)
+        assert.equal(response.status, 503, response.text)
+        assert.equal(response.headers.get('retry-after'), '5')
+      }
+      assert.equal((await request('GET', `${service.url}/readyz`)).status, 503)
+    })
+  }
 })

@@ -4,11 +4,12 @@ import fs from 'node:fs'
  * The store's three files (database, WAL, shared memory) as this process opened them. SQLite keeps
  * its descriptors: a file deleted or renamed over while the service runs is still written, and
  * commits to it were acknowledged although nothing at PLANT_STORE_DB held them (a probe deleted
- * all three and got 300 of 300 creates answered 200, none there after a restart). A file of ours
- * whose link count drops to 0 has left the path; the writer checks that before it answers.
+ * all three and got 300 of 300 creates answered 200, none there after a restart). The writer checks
+ * before it answers that each path still names the file this process opened: a link count of 0
+ * (deleted) was not enough, since a file renamed away keeps its link and took 200s (another probe).
  */
 export class StoreFiles {
-  private readonly files: { name: string; fd: number }[]
+  private readonly files: { name: string; fd: number; dev: number; ino: number }[]
 
   /** Opens them read-only, after refusing a store this process may read but not write. */
   constructor(databasePath: string) {
@@ -16,7 +17,10 @@ export class StoreFiles {
     try {
       for (const name of [databasePath, `${databasePath}-wal`, `${databasePath}-shm`]) {
         assertWritable(name)
-        this.files.push({ name, fd: fs.openSync(name, 'r') })
+        // Held open so that the inode cannot be freed and handed to a new file at the same path.
+        const fd = fs.openSync(name, 'r')
+        const { dev, ino } = fs.fstatSync(fd)
+        this.files.push({ name, fd, dev, ino })
       }
     } catch (error) {
       this.close()
@@ -26,7 +30,10 @@ export class StoreFiles {
 
   /** The first file no longer at its path, if any: what is committed from now on is lost. */
   missing(): string | undefined {
-    return this.files.find(({ fd }) => fs.fstatSync(fd).nlink === 0)?.name
+    return this.files.find(({ name, dev, ino }) => {
+      const now = fs.statSync(name, { throwIfNoEntry: false })
+      return now === undefined || now.ino !== ino || now.dev !== dev
+    })?.name
   }
 
   close(): void {
