@@ -54,8 +54,10 @@ function parseJsonBody(request: FastifyRequest, raw: Buffer): JsonObject {
   try {
     body = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' })
   } catch (error) {
+    // Valid JSON, so not MALFORMED_JSON: a rule on keys, the only unknown properties not ignored.
     if (error instanceof SyntaxError && /prototype/i.test(error.message)) {
-      throw malformed('body must not contain "__proto__" or "constructor.prototype" keys')
+      const rule = 'must not contain "__proto__" or "constructor.prototype" keys'
+      throw new ApiError('VALIDATION_FAILED', `body ${rule}`, { details: [{ field: 'body', rule }] })
     }
     if (error instanceof RangeError) throw malformed('body is nested too deeply')
     throw malformed(`body is not valid JSON: ${(error as Error).message}`)

@@ -35,7 +35,9 @@ export const NewPlant = {
   },
   $id: 'NewPlant',
   description:
-    'Plant plus its id. Properties other than id, name and tag are accepted, ignored and never stored.',
+    'Plant plus its id. Properties other than id, name and tag are accepted, ignored and never stored, ' +
+    'except `__proto__` and `constructor.prototype` keys at any depth, which are a 400 (VALIDATION_FAILED): ' +
+    'they are how prototype pollution travels.',
 } as const
 
 export type NewPlantBody = FromSchema<typeof NewPlant>
