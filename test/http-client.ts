@@ -22,16 +22,21 @@ export function routeOf(pathname: string): string {
   return pathname
 }
 
+/** Response headers a client acts on, which the document must declare wherever they are sent. */
+const DECLARED_HEADERS = ['www-authenticate', 'retry-after', 'link', 'x-request-id']
+
 /**
- * Every response a test sees is recorded (method, route, status) so the coverage test can check
- * that the served document declares it. Files are per test run: the runner is every file's parent.
+ * Every response a test sees is recorded (method, route, status, and which DECLARED_HEADERS it
+ * carried) so the coverage test can check that the served document declares it. Files are per
+ * test run: the runner is every file's parent.
  */
-function observe(method: string, url: string, status: number): void {
+function observe(method: string, url: string, status: number, has: (header: string) => boolean): void {
   mkdirSync(observedDir, { recursive: true })
   const route = routeOf(new URL(url).pathname)
+  const headers = DECLARED_HEADERS.filter(has)
   appendFileSync(
     path.join(observedDir, `${process.pid}.jsonl`),
-    `${JSON.stringify({ method, route, status })}\n`,
+    `${JSON.stringify({ method, route, status, headers })}\n`,
   )
 }
 
@@ -67,7 +72,7 @@ export async function request(
   const signal = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs)
   const response = await fetch(url, { method, headers: sent, body: payload, signal })
   const text = await response.text()
-  observe(method, url, response.status)
+  observe(method, url, response.status, (header) => response.headers.has(header))
   let json: unknown
   try {
     json = text ? JSON.parse(text) : undefined
@@ -97,7 +102,7 @@ export function rawRequest(
         text += chunk
       })
       res.on('end', () => {
-        observe(method, url, res.statusCode ?? 0)
+        observe(method, url, res.statusCode ?? 0, (header) => header in res.headers)
         resolve({ status: res.statusCode ?? 0, headers: res.headers, text })
       })
     })

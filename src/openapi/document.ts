@@ -21,7 +21,8 @@ Decisions where the seed description says "not shown":
 - **Identity**: \`id\` is unique and is any int64, kept exact end to end (never rounded through a
   double). A fraction is a 400 even where a double would round it to a whole number
   (\`300000.00000000001\`); a whole number written with a fraction or exponent (\`42.0\`, \`4.2e1\`) is
-  that integer. \`name\` is not unique. Unknown body properties are accepted, ignored and never stored.
+  that integer. \`name\` is not unique. Unknown body properties are accepted, ignored and never stored,
+  except \`__proto__\` and \`constructor.prototype\` keys (at any depth), which are a 400.
 - **Replays**: the same id with the same name and tag answers 200 again and stores nothing; with
   another name or tag (adding or removing a tag included) it answers 409.
 - **The create answer** is exactly the seed's Plant: \`{name, tag}\`, \`tag\` omitted when absent, no \`id\`.
@@ -41,13 +42,57 @@ Decisions where the seed description says "not shown":
 - **Read, list, delete and webhooks** come from the fuller public sample this seed was trimmed from.
 `
 
+/** request-logging.ts: a caller's value is kept when it is this plain, else replaced, never refused. */
+const requestIdParameter = {
+  in: 'header',
+  name: 'X-Request-Id',
+  required: false,
+  description:
+    'Correlates the request with its log line and is echoed in the answer. A value that does not match ' +
+    'the pattern is replaced by a generated UUID, not refused.',
+  schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
+}
+
+const requestIdHeader = {
+  'X-Request-Id': {
+    description: "The request's X-Request-Id if it sent a plain one, else a generated UUID.",
+    schema: { type: 'string' },
+  },
+}
+
+type Operation = {
+  operationId?: string
+  parameters?: unknown[]
+  responses?: Record<string, { headers?: Record<string, unknown>; content?: unknown }>
+}
+
+/**
+ * What route schemas cannot say one operation at a time: every answer carries X-Request-Id, and
+ * a HEAD answer has the headers of its GET's but no body, so its responses lose their content.
+ */
+function addCommonHeaders<T extends { paths?: Record<string, Record<string, Operation>> }>(document: T): T {
+  for (const item of Object.values(document.paths ?? {})) {
+    for (const [method, operation] of Object.entries(item)) {
+      operation.parameters = [...(operation.parameters ?? []), requestIdParameter]
+      for (const response of Object.values(operation.responses ?? {})) {
+        response.headers = { ...response.headers, ...requestIdHeader }
+        if (method === 'head') delete response.content
+      }
+    }
+  }
+  return document
+}
+
 /** Registers @fastify/swagger; routes declared after this appear in the document. */
 export async function registerOpenApi(app: FastifyInstance): Promise<void> {
   await app.register(swagger, {
     // Every GET also answers HEAD (Fastify's exposeHeadRoutes), and the Allow headers say so; the
-    // document lists those too, each with operationId `<get's>-head` and the GET's responses,
-    // whose bodies HEAD leaves out.
+    // document lists those too, each with operationId `<get's>-head` and the GET's responses
+    // without their bodies (addCommonHeaders).
     exposeHeadRoutes: true,
+    // Only an OpenAPI document is configured, so only an openapiObject ever comes here.
+    transformObject: (documentObject) =>
+      addCommonHeaders((documentObject as { openapiObject: never }).openapiObject),
     openapi: {
       openapi: '3.1.0',
       info: {

@@ -45,6 +45,16 @@ const retryAfter = {
   'Retry-After': { type: 'integer', minimum: 1, description: 'Seconds to wait before retrying.' },
 }
 
+/** Every 401 and 403 carries the RFC 6750 challenge (auth/bearer-auth.ts). */
+const challenge = {
+  'WWW-Authenticate': {
+    type: 'string',
+    description:
+      'RFC 6750 challenge: `Bearer realm="plant-store"`, with `error="invalid_token"` for a token that is ' +
+      'not accepted and `error="insufficient_scope"` plus the `scope` needed on a 403.',
+  },
+}
+
 /**
  * What any route can answer before its own work: a query string with bad percent-encoding
  * (http/query-encoding.ts) and an unsupported Expect header (http/expect-header.ts).
@@ -60,6 +70,7 @@ export function errorResponses(...statuses: number[]): Record<number, unknown> {
   for (const status of [...new Set([...statuses, ...ANY_ROUTE])].sort((a, b) => a - b)) {
     responses[status] = { $ref: 'Error', description: statusText[status] ?? 'Error' }
     if (status === 503) (responses[status] as Record<string, unknown>).headers = retryAfter
+    if (status === 401 || status === 403) (responses[status] as Record<string, unknown>).headers = challenge
   }
   return responses
 }

@@ -55,6 +55,23 @@ describe('GET /openapi.json', () => {
     assert.equal(head.text, '')
   })
 
+  it('declares X-Request-Id on every answer, the challenge on 401 and 403, and no body for HEAD', () => {
+    for (const [path, item] of Object.entries(doc.paths) as [string, Record<string, any>][]) {
+      for (const [method, operation] of Object.entries(item)) {
+        const where = `${method} ${path}`
+        assert.ok(
+          operation.parameters.some((p: any) => p.in === 'header' && p.name === 'X-Request-Id'),
+          where,
+        )
+        for (const [status, response] of Object.entries(operation.responses) as [string, any][]) {
+          assert.ok(response.headers['X-Request-Id'], `${where} ${status}`)
+          if (status === '401' || status === '403') assert.ok(response.headers['WWW-Authenticate'], where)
+          if (method === 'head') assert.equal(response.content, undefined, `${where} ${status}`)
+        }
+      }
+    }
+  })
+
   it('declares that any 2xx from a webhook subscriber acknowledges a delivery', () => {
     const { responses } = doc.webhooks.newPlant.post
     assert.deepEqual(Object.keys(responses), ['2XX'])
@@ -84,9 +101,10 @@ describe('GET /openapi.json', () => {
     )
   })
 
-  it('declares every error status of every operation with the Error schema', () => {
+  it('declares every error status of every operation with the Error schema (HEAD: without a body)', () => {
     for (const item of Object.values(doc.paths) as Record<string, { responses: Record<string, unknown> }>[]) {
-      for (const operation of Object.values(item)) {
+      for (const [method, operation] of Object.entries(item)) {
+        if (method === 'head') continue
         for (const [status, response] of Object.entries(operation.responses) as [
           string,
           { content?: Record<string, { schema: { $ref?: string } }> },
