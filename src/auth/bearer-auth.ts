@@ -5,7 +5,11 @@ import type { TokenVerifier, Verification } from './token-verifier.js'
 
 const REALM = 'Bearer realm="plant-store"'
 
-const challenge = (error?: 'invalid_token' | 'insufficient_scope', description?: string, scope?: string) => {
+const challenge = (
+  error?: 'invalid_request' | 'invalid_token' | 'insufficient_scope',
+  description?: string,
+  scope?: string,
+) => {
   let value = REALM
   if (error) value += `, error="${error}"`
   if (description) value += `, error_description="${description}"`
@@ -15,6 +19,19 @@ const challenge = (error?: 'invalid_token' | 'insufficient_scope', description?:
 
 const unauthenticated = (message: string, header: string) =>
   new ApiError('UNAUTHENTICATED', message, { headers: { 'www-authenticate': header } })
+
+/**
+ * RFC 6750 2.3's third way, a token in the URL, which proxies, logs and browser histories keep.
+ * It is refused whether or not a header carries one too (3.1: more than one method, or an
+ * unsupported one, is an invalid_request, a 400), so a client that leaks it hears so at once.
+ */
+const tokenInQuery = () => {
+  const rule = 'is not accepted: send the token in the Authorization header'
+  return new ApiError('VALIDATION_FAILED', `query parameter access_token ${rule}`, {
+    details: [{ field: 'access_token', rule }],
+    headers: { 'www-authenticate': challenge('invalid_request', 'token in the query') },
+  })
+}
 
 const reasons = {
   unknown: 'bearer token is not recognised',
@@ -43,6 +60,7 @@ export function requireScope(verifier: TokenVerifier, scope: Scope) {
     _reply: FastifyReply,
     done: (error?: Error) => void,
   ): void {
+    if (Object.hasOwn(request.query as object, 'access_token')) return done(tokenInQuery())
     let secret: string
     try {
       secret = presentedSecret(request.headers.authorization)

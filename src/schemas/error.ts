@@ -55,6 +55,15 @@ const challenge = {
   },
 }
 
+const tokenInQueryChallenge = {
+  'WWW-Authenticate': {
+    type: 'string',
+    description:
+      'Sent with the 400 for an `access_token` query parameter (a token is only taken from the ' +
+      'Authorization header): `Bearer realm="plant-store", error="invalid_request"`.',
+  },
+}
+
 /**
  * What any route can answer before its own work: a query string with bad percent-encoding
  * (http/query-encoding.ts) and an unsupported Expect header (http/expect-header.ts).
@@ -71,6 +80,9 @@ export function errorResponses(...statuses: number[]): Record<number, unknown> {
     responses[status] = { $ref: 'Error', description: statusText[status] ?? 'Error' }
     if (status === 503) (responses[status] as Record<string, unknown>).headers = retryAfter
     if (status === 401 || status === 403) (responses[status] as Record<string, unknown>).headers = challenge
+    // Where a token is needed, one sent in the query is a 400 with an invalid_request challenge.
+    if (status === 400 && statuses.includes(401))
+      (responses[status] as Record<string, unknown>).headers = tokenInQueryChallenge
   }
   return responses
 }

@@ -158,6 +158,45 @@ for (const store of testStores()) {
       assert.equal(big.status, 401)
     })
 
+    it('refuses a token in the query (access_token) with 400 invalid_request, header or not', async () => {
+      for (const [method, path, body] of [
+        ['GET', '/plants', undefined],
+        ['GET', '/plants/41', undefined],
+        ['DELETE', '/plants/41', undefined],
+        ['POST', '/plants', { id: 41, name: 'in the URL' }],
+      ] as const) {
+        for (const headerToken of [token, undefined]) {
+          const response = await request(method, `${service.url}${path}?access_token=${token}`, {
+            token: headerToken,
+            body,
+          })
+          const where = `${method} ${path} with${headerToken ? '' : 'out'} a header`
+          assert.equal(response.status, 400, where)
+          assert.equal(response.json.code, 'VALIDATION_FAILED', where)
+          assert.equal(
+            response.json.message,
+            'query parameter access_token is not accepted: send the token in the Authorization header',
+          )
+          assert.deepEqual(
+            response.json.details.map((d: { field: string }) => d.field),
+            ['access_token'],
+          )
+          assert.match(
+            response.headers.get('www-authenticate') ?? '',
+            /^Bearer realm="plant-store", error="invalid_request"/,
+          )
+        }
+      }
+      assert.equal(
+        (await request('GET', `${service.url}/plants/41`, { token })).status,
+        404,
+        'nothing stored',
+      )
+      // Spelt with percent-encoding it is the same parameter.
+      const encoded = await request('GET', `${service.url}/plants?access%5Ftoken=x`, { token })
+      assert.equal(encoded.status, 400)
+    })
+
     it('leaves the public endpoints open', async () => {
       for (const path of ['/healthz', '/readyz', '/openapi.json']) {
         assert.equal((await request('GET', `${service.url}${path}`)).status, 200, path)

@@ -301,7 +301,7 @@ for (const store of testStores()) {
       const inQuery = await request('GET', `${service.url}/plants?limit=1&access_token=${token}`, {
         headers: { 'x-request-id': 'log-check-2' },
       })
-      assert.equal(inQuery.status, 401)
+      assert.equal(inQuery.status, 400)
       service.child.kill('SIGTERM')
       await service.exited
       const lines = service
