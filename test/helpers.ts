@@ -122,12 +122,13 @@ export interface SpawnedService {
 
 /**
  * Runs `plant-store serve [args]` as its own process, for crash, signal and multi-instance tests;
- * with `npmStart`, the way the README starts it (`npm start`, whose process is then `child`).
+ * with `viaNpm`, the ways the README starts it (`npm start`, or `npm run cli -- serve`), whose npm
+ * process is then `child`.
  */
 export async function spawnService(
   env: Record<string, string>,
   args: string[] = [],
-  { npmStart = false } = {},
+  { viaNpm }: { viaNpm?: 'start' | 'cli' } = {},
 ): Promise<SpawnedService> {
   // Info level: the listening line tells the port, and tests read the request log.
   const options: SpawnOptions = {
@@ -135,8 +136,13 @@ export async function spawnService(
     env: { ...process.env, ...env, LOG_LEVEL: 'info', PORT: env.PORT ?? '0' },
     stdio: ['ignore', 'pipe', 'pipe'],
   }
-  const child = npmStart
-    ? spawn('npm', ['start', '--silent', '--', ...args], options)
+  const npmArgs = { start: ['start'], cli: ['run', 'cli'] }
+  const child = viaNpm
+    ? spawn(
+        'npm',
+        [...npmArgs[viaNpm], '--silent', '--', ...(viaNpm === 'cli' ? ['serve'] : []), ...args],
+        options,
+      )
     : spawn(process.execPath, [cliPath, 'serve', ...args], options)
   let output = ''
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))

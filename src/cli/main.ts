@@ -20,7 +20,8 @@ see the README.`
 async function main(argv: string[]): Promise<void> {
   const [command, ...args] = argv
   // Asked for, the usage is the answer (exit 0); with no command at all, a command line is wrong (2).
-  if (command === 'help' || command === '--help' || command === '-h') {
+  // A newcomer tries `tokens create --help` as often as `help`: anywhere, it asks for the usage.
+  if (command === 'help' || argv.includes('--help') || argv.includes('-h')) {
     process.stdout.write(`${usage}\n`)
     return
   }

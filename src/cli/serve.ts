@@ -39,7 +39,7 @@ export async function serveCommand(args: string[]): Promise<void> {
   for (const warning of storage.warnings) server.app.log.warn(warning)
   if ((await storage.countUsableTokens(new Date())) === 0) {
     server.app.log.warn(
-      'no usable API token yet: create one with `npm run cli -- tokens create --name admin` (or `plant-store tokens create --name admin`)',
+      'no usable API token yet: create one with `npm run --silent cli -- tokens create --name admin` (or `plant-store tokens create --name admin`)',
     )
   }
   try {

@@ -249,4 +249,22 @@ describe('plant-store command line', () => {
     }
     assert.equal(fs.existsSync(path.join(folder, 'fresh')), false, 'no store was created')
   })
+
+  it('prints the usage and exits 0 for --help or -h after any command', async () => {
+    const folder = tempDir()
+    const env = { PLANT_STORE_DB: path.join(folder, 'fresh', 'plants.db'), PORT: '0' }
+    for (const args of [
+      ['--help'],
+      ['tokens', 'create', '--help'],
+      ['tokens', '-h'],
+      ['webhooks', 'deliveries', '--help'],
+      ['serve', '--help'],
+      ['migrate', '--help'],
+    ]) {
+      const result = await runCli(args, env)
+      assert.equal(result.code, 0, `${args.join(' ')}: ${result.stderr}`)
+      assert.match(result.stdout, /^Usage:\nplant-store serve/)
+    }
+    assert.equal(fs.existsSync(path.join(folder, 'fresh')), false, 'no store was created')
+  })
 })

@@ -232,27 +232,31 @@ for (const store of testStores()) {
     })
 
     if (store === 'sqlite') {
-      it('stops gracefully, exit 0, when `npm start` itself gets SIGTERM', async () => {
-        const service = await spawnService(await serviceEnv(store), [], { npmStart: true })
-        const nodePid = Number(/"pid":(\d+)/.exec(service.output())?.[1])
-        assert.ok(nodePid > 0 && nodePid !== service.child.pid, service.output())
-        service.child.kill('SIGTERM')
-        const code = await Promise.race([service.exited, sleep(10_000).then(() => 'still running')])
-        const alive = () => {
-          try {
-            process.kill(nodePid, 0)
-            return true
-          } catch {
-            return false
+      for (const [viaNpm, command] of [
+        ['start', 'npm start'],
+        ['cli', 'npm run cli -- serve'],
+      ] as const)
+        it(`stops gracefully, exit 0, when \`${command}\` itself gets SIGTERM`, async () => {
+          const service = await spawnService(await serviceEnv(store), [], { viaNpm })
+          const nodePid = Number(/"pid":(\d+)/.exec(service.output())?.[1])
+          assert.ok(nodePid > 0 && nodePid !== service.child.pid, service.output())
+          service.child.kill('SIGTERM')
+          const code = await Promise.race([service.exited, sleep(10_000).then(() => 'still running')])
+          const alive = () => {
+            try {
+              process.kill(nodePid, 0)
+              return true
+            } catch {
+              return false
+            }
           }
-        }
-        for (let i = 0; i < 50 && alive(); i++) await sleep(100)
-        if (alive()) process.kill(nodePid, 'SIGKILL')
-        if (code === 'still running') service.child.kill('SIGKILL')
-        assert.equal(code, 0, 'npm start exits 0')
-        assert.equal(alive(), false, 'the server outlived npm')
-        assert.match(service.output(), /"reason":"SIGTERM".*\n(.*\n)*.*"msg":"stopped"/)
-      })
+          for (let i = 0; i < 50 && alive(); i++) await sleep(100)
+          if (alive()) process.kill(nodePid, 'SIGKILL')
+          if (code === 'still running') service.child.kill('SIGKILL')
+          assert.equal(code, 0, `${command} exits 0`)
+          assert.equal(alive(), false, 'the server outlived npm')
+          assert.match(service.output(), /"reason":"SIGTERM".*\n(.*\n)*.*"msg":"stopped"/)
+        })
 
       it('cuts off a trickling client within 10 s with the default settings', async () => {
         const service = await spawnService(await serviceEnv(store))
