@@ -54,7 +54,15 @@ export const errorCatalog = {
     description:
       'The headers did not all arrive within HEADERS_TIMEOUT_MS, or the request within REQUEST_TIMEOUT_MS.',
   },
-  HEADERS_TOO_LARGE: { status: 431, description: 'The request headers are larger than 16 KiB.' },
+  URI_TOO_LONG: {
+    status: 414,
+    description:
+      'The request line (method, target and version) is longer than 16 KiB; sent before any route runs.',
+  },
+  HEADERS_TOO_LARGE: {
+    status: 431,
+    description: 'The request line and headers are larger than 16 KiB; sent before any route runs.',
+  },
   // Answered by connect.ts on the raw socket, then the connection is closed; a CONNECT to a known
   // path is a METHOD_NOT_ALLOWED like any other method.
   METHOD_NOT_IMPLEMENTED: {

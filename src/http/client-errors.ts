@@ -4,7 +4,23 @@ import type { FastifyInstance } from 'fastify'
 import { type ErrorCode, errorCatalog } from '../errors.js'
 import { isLevelEnabled } from './lazy-request-logger.js'
 
-type ParserError = Error & { code?: string; reason?: string }
+type ParserError = Error & { code?: string; reason?: string; rawPacket?: unknown }
+
+/**
+ * Node's parser reports one overflow for the request line and the headers together; RFC 9112 3
+ * wants a 414 when it is the target that is too long. The bytes it was parsing when it gave up
+ * tell, when they begin with a method and their first line alone is over the limit. A request line
+ * that arrived in several pieces cannot be told from long headers and stays a 431, whose message
+ * names both.
+ */
+function overflowsInRequestLine(packet: unknown): boolean {
+  if (!Buffer.isBuffer(packet)) return false
+  const lineEnd = packet.indexOf(0x0a)
+  return (
+    (lineEnd === -1 ? packet.length : lineEnd) > maxHeaderSize &&
+    /^[!#$%&'*+.^_`|~0-9A-Za-z-]+ /.test(packet.subarray(0, 40).toString('latin1'))
+  )
+}
 
 /** Node's parser and timeout errors as catalog codes, with a message a client can act on. */
 function describe(error: ParserError): { code: ErrorCode; message: string } {
@@ -15,10 +31,15 @@ function describe(error: ParserError): { code: ErrorCode; message: string } {
     }
   }
   if (error.code === 'HPE_HEADER_OVERFLOW') {
-    return {
-      code: 'HEADERS_TOO_LARGE',
-      message: `request headers must not be larger than ${maxHeaderSize} bytes; the connection is closed`,
-    }
+    return overflowsInRequestLine(error.rawPacket)
+      ? {
+          code: 'URI_TOO_LONG',
+          message: `request line (method, target, version) must not be longer than ${maxHeaderSize} bytes; the connection is closed`,
+        }
+      : {
+          code: 'HEADERS_TOO_LARGE',
+          message: `request line and headers must not be larger than ${maxHeaderSize} bytes; the connection is closed`,
+        }
   }
   const reason = (error.reason ?? 'unparsable request').replace(/\.$/, '')
   return {

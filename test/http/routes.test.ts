@@ -153,7 +153,13 @@ for (const store of testStores()) {
         '20 KB of headers',
         `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
         431,
-        /16384 bytes/,
+        /^request line and headers must not be larger than 16384 bytes/,
+      ],
+      [
+        'a 20 KB request target',
+        `GET /plants/${'1'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`,
+        414,
+        /^request line \(method, target, version\) must not be longer than 16384 bytes/,
       ],
     ] as const) {
       it(`answers ${label} with ${status} in the Error shape and closes`, async () => {
