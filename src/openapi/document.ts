@@ -15,7 +15,7 @@ Decisions where the seed description says "not shown":
   with \`plant-store tokens\`; only their SHA-256 is stored. Scopes \`plants:read\` and \`plants:write\`;
   optional expiry. A revocation takes effect within 1 second on every instance. The scheme name is
   case-insensitive.
-- **Limits**: \`name\` 1 to 200 characters, \`tag\` 1 to 100 characters, any \`tag\` value allowed,
+- **Limits**: \`name\` 1 to 200 characters, \`tag\` 1 to 100 characters (Unicode code points), any \`tag\` value allowed,
   both well-formed Unicode without NUL, bodies up to 16 KiB by default (BODY_LIMIT), valid UTF-8,
   with arrays and objects nested at most 64 levels deep.
 - **Identity**: \`id\` is unique and is any int64, kept exact end to end (never rounded through a
@@ -30,6 +30,7 @@ Decisions where the seed description says "not shown":
   none, or a \`Content-Encoding\` other than \`identity\` is a 415.
 - **Errors**: \`error\` holds the HTTP status; \`message\` names the field and the rule; \`code\` is a stable
   catalog code (${Object.keys(errorCatalog).join(', ')}); \`details\` lists each field at fault.
+  A 500 carries no internals (its request id is in the log line).
   Statuses beyond the seed's 400: 401, 403, 404, 405, 409, 413, 415, 417, 500, 503; and, before any route
   and followed by closing the connection, 408 (headers too slow), 414 (a request line over 16 KiB),
   431 (request line and headers over 16 KiB together) and 501 (a CONNECT to anything but a known path, where it is a 405: the service is no proxy).
