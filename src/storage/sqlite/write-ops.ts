@@ -11,7 +11,7 @@ import type {
   Subscription,
   TokenRecord,
 } from '../storage.js'
-import { type Row, toPlant } from '../rows.js'
+import { RECORDABLE, type Row, toPlant } from '../rows.js'
 
 /** One write, as the writer runs it. */
 export type WriteOp =
@@ -53,13 +53,18 @@ export function prepareWriteOps(db: Database.Database) {
       'INSERT INTO webhook_subscriptions (id, url, secret, created_at) VALUES (?, ?, ?, ?)',
     ),
     deleteSubscription: db.prepare('DELETE FROM webhook_subscriptions WHERE id = ?'),
+    // A lease is kept, so that a send in flight still records its attempt (see recordAttempt).
     failSubscriptionDeliveries: db.prepare(`UPDATE webhook_deliveries
-      SET status = 'failed', last_error = 'subscription removed', lease_owner = NULL, lease_until = NULL
+      SET status = 'failed', last_error = 'subscription removed'
       WHERE subscription_id = ? AND status = 'pending'`),
+    // ${RECORDABLE}: also a delivery whose subscription was removed while its send was in flight;
+    // acknowledged, it was delivered after all, and otherwise it stays failed as removed.
     recordAttempt: db.prepare(`UPDATE webhook_deliveries
-      SET attempts = attempts + 1, last_attempt_at = ?, last_status = ?, last_error = ?,
-          status = ?, next_attempt_at = coalesce(?, next_attempt_at), lease_owner = NULL, lease_until = NULL
-      WHERE id = ? AND lease_owner = ? AND status = 'pending'`),
+      SET attempts = attempts + 1, last_attempt_at = @at, last_status = @status,
+          last_error = CASE WHEN status = 'pending' OR @outcome = 'delivered' THEN @error ELSE last_error END,
+          status = CASE WHEN status = 'pending' OR @outcome = 'delivered' THEN @outcome ELSE status END,
+          next_attempt_at = coalesce(@retryAt, next_attempt_at), lease_owner = NULL, lease_until = NULL
+      WHERE id = @id AND lease_owner = @owner AND ${RECORDABLE}`),
     // Numbered from the delivery's count, which recordAttempt has just raised.
     insertAttempt: db.prepare(`INSERT INTO webhook_attempts (delivery_id, attempt, at, status, error)
       SELECT id, attempts, ?, ?, ? FROM webhook_deliveries WHERE id = ?`),
@@ -136,7 +141,15 @@ export function prepareWriteOps(db: Database.Database) {
       const status = r.ok ? 'delivered' : r.retryAt ? 'pending' : 'failed'
       const retryAt = r.retryAt?.getTime() ?? null
       const at = r.at.getTime()
-      const recorded = s.recordAttempt.run(at, r.status, r.error, status, retryAt, r.deliveryId, r.leaseOwner)
+      const recorded = s.recordAttempt.run({
+        at,
+        status: r.status,
+        error: r.error,
+        outcome: status,
+        retryAt,
+        id: r.deliveryId,
+        owner: r.leaseOwner,
+      })
       if (recorded.changes === 1) s.insertAttempt.run(at, r.status, r.error, r.deliveryId)
     },
   }
