@@ -3,7 +3,7 @@ import os from 'node:os'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Config } from '../config.js'
 import type { Background } from '../server.js'
-import type { LeasedDelivery, Storage } from '../storage/storage.js'
+import { type LeasedDelivery, type Storage, StoreUnavailableError } from '../storage/storage.js'
 import { type BackoffPolicy, nextRetryAt } from './backoff.js'
 import { sendWebhook } from './send-webhook.js'
 
@@ -49,6 +49,12 @@ interface InFlight {
 export function workerOwnerId(): string {
   return `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`
 }
+
+/**
+ * A store that is unavailable (a database outage, documented, answered 503 and recovered from by
+ * itself) is a warning, as it is in the request log; anything else is an error.
+ */
+const levelFor = (error: unknown) => (error instanceof StoreUnavailableError ? 'warn' : 'error')
 
 /**
  * Delivers the webhook outbox in the background. Every `webhookPollMs` (or sooner when nudged, or
@@ -169,7 +175,7 @@ export class DeliveryWorker implements Background {
     } catch (error) {
       // The store may be down for a while: say so once, then quietly keep polling.
       if (this.claimFailing) this.log.debug({ err: error }, 'claiming webhook deliveries failed again')
-      else this.log.error({ err: error }, 'claiming webhook deliveries failed; will keep retrying')
+      else this.log[levelFor(error)]({ err: error }, 'claiming webhook deliveries failed; will keep retrying')
       this.claimFailing = true
       return
     }
@@ -234,7 +240,10 @@ export class DeliveryWorker implements Background {
       })
     } catch (caught) {
       // Not recorded: the lease expires and the delivery is sent again (receivers dedupe on webhook-id).
-      this.log.error({ err: caught, deliveryId: delivery.id }, 'recording a webhook attempt failed')
+      this.log[levelFor(caught)](
+        { err: caught, deliveryId: delivery.id },
+        'recording a webhook attempt failed',
+      )
     }
   }
 
