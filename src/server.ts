@@ -28,7 +28,7 @@ export async function createServer(
 
   const shutdown = (reason: string) => {
     stopping ??= (async () => {
-      app.log.info({ reason }, 'shutting down: finishing requests in flight')
+      app.log.info({ reason }, 'shutting down: finishing requests in flight, if any')
       const deadline = setTimeout(() => {
         app.log.warn(
           { timeoutMs: config.shutdownTimeoutMs },

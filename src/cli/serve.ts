@@ -31,22 +31,25 @@ export async function serveCommand(args: string[]): Promise<void> {
   const server = await createServer(config, storage, background)
   // Handlers go in before the port opens: a signal right after "listening" must still drain.
   exitOnSignals(server)
-  if (config.webhookWorker) {
-    const worker = new DeliveryWorker({ storage, config, logger: server.app.log })
-    background.push(worker)
-    worker.start()
-  }
+  // Joined now, so that a signal during listen stops it; started once the port is open, so that a
+  // process that cannot listen does not log a worker it never ran (a shutdown stops it before start).
+  const worker = config.webhookWorker
+    ? new DeliveryWorker({ storage, config, logger: server.app.log })
+    : undefined
+  if (worker) background.push(worker)
   for (const warning of storage.warnings) server.app.log.warn(warning)
-  if ((await storage.countUsableTokens(new Date())) === 0) {
-    server.app.log.warn(
-      'no usable API token yet: create one with `npm run --silent cli -- tokens create --name admin` (or `plant-store tokens create --name admin`)',
-    )
-  }
   try {
     await server.listen()
   } catch (error) {
     await server.shutdown('could not listen')
     throw cannotListen(config, error)
+  }
+  worker?.start()
+  // A signal may be closing the store already; the hint is not worth a failed exit then.
+  if ((await storage.countUsableTokens(new Date()).catch(() => undefined)) === 0) {
+    server.app.log.warn(
+      'no usable API token yet: create one with `npm run --silent cli -- tokens create --name admin` (or `plant-store tokens create --name admin`)',
+    )
   }
 }
 

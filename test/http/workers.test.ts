@@ -154,6 +154,26 @@ for (const store of testStores()) {
         }
       })
 
+      it('exits 1 with one line, and logs no worker it never ran, when one process could not listen', async () => {
+        const blocker = http.createServer()
+        await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', () => resolve()))
+        try {
+          const env = await serviceEnv(store, {
+            PORT: String((blocker.address() as AddressInfo).port),
+            LOG_LEVEL: 'info',
+          })
+          const result = await runCli(['serve'], env)
+          assert.equal(result.code, 1, `${result.stdout}\n${result.stderr}`)
+          assert.match(
+            result.stderr,
+            /^plant-store: HOST and PORT: cannot listen on 127\.0\.0\.1:\d+: .*EADDRINUSE.*\n$/,
+          )
+          assert.doesNotMatch(result.stdout, /webhook delivery worker started|no usable API token/)
+        } finally {
+          blocker.close()
+        }
+      })
+
       it('rejects a --workers value that is not a count or "auto"', async () => {
         const env = await serviceEnv(store)
         const result = await runCli(['serve', '--workers', 'many'], env)
