@@ -38,6 +38,7 @@ export async function serveCommand(args: string[]): Promise<void> {
     : undefined
   if (worker) background.push(worker)
   for (const warning of storage.warnings) server.app.log.warn(warning)
+  const noUsableToken = (await storage.countUsableTokens(new Date())) === 0
   try {
     await server.listen()
   } catch (error) {
@@ -45,8 +46,8 @@ export async function serveCommand(args: string[]): Promise<void> {
     throw cannotListen(config, error)
   }
   worker?.start()
-  // A signal may be closing the store already; the hint is not worth a failed exit then.
-  if ((await storage.countUsableTokens(new Date()).catch(() => undefined)) === 0) {
+  // Right after "listening", in the same turn, so that even a service stopped at once says it.
+  if (noUsableToken) {
     server.app.log.warn(
       'no usable API token yet: create one with `npm run --silent cli -- tokens create --name admin` (or `plant-store tokens create --name admin`)',
     )

@@ -258,14 +258,20 @@ for (const store of testStores()) {
     })
 
     it('counts a timeout as a failed attempt', async (t) => {
-      const ctx = await setup(t, { WEBHOOK_TIMEOUT_MS: '200', WEBHOOK_MAX_ATTEMPTS: '2' })
+      // Long enough that each send reaches the receiver (in this process) before it is given up,
+      // even on a loaded machine: at 200 ms, one send was aborted before it arrived.
+      const ctx = await setup(t, {
+        WEBHOOK_TIMEOUT_MS: '1000',
+        WEBHOOK_LEASE_MS: '2000',
+        WEBHOOK_MAX_ATTEMPTS: '2',
+      })
       const receiver = await ctx.receiver()
       receiver.answer = () => 'hold'
       await ctx.subscribe(receiver)
       await ctx.start()
       assert.equal((await ctx.post('{"id":14,"name":"Silent receiver"}')).status, 200)
       const [row] = await ctx.failed(1)
-      assert.equal(row?.lastError, 'timeout after 200 ms')
+      assert.equal(row?.lastError, 'timeout after 1000 ms')
       assert.equal(row?.lastStatus, null)
       assert.equal(row?.attempts, 2)
       assert.equal(receiver.received.length, 2)
