@@ -175,13 +175,27 @@ function trustProxy(env: Env): boolean | string[] {
   return entries
 }
 
+/**
+ * A file path. SQLite's `:memory:` became a file of that name in the working folder; an in-memory
+ * store could not keep the durability promise anyway, nor be shared by workers.
+ */
+function sqlitePath(env: Env): string {
+  const raw = env.PLANT_STORE_DB?.trim() || './data/plant-store.db'
+  if (raw === ':memory:' || raw.startsWith('file:')) {
+    throw new ConfigError(
+      `PLANT_STORE_DB must be a file path (a store in memory, or a file: URI, is not supported), got "${raw}"`,
+    )
+  }
+  return path.resolve(raw)
+}
+
 /** Reads and checks the environment; throws a ConfigError naming the first bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const host = env.HOST?.trim() || '127.0.0.1'
   const config: Config = {
     port: int(env, 'PORT', 8080, 0, 65535),
     host,
-    dbPath: path.resolve(env.PLANT_STORE_DB?.trim() || './data/plant-store.db'),
+    dbPath: sqlitePath(env),
     databaseUrl: databaseUrl(env),
     dbPoolSize: int(env, 'DB_POOL_SIZE', 10, 1, 1000),
     // Under 100 ms the service's own start-up queries could not finish (1 ms stopped it with a trace).

@@ -82,10 +82,15 @@ type HttpSocket = Duplex & { _httpMessage?: ServerResponse | null; [refusing]?: 
  * A valid request followed, in the same packet, by bytes that are not HTTP was handled (a create
  * stored) but its answer lost: the connection was closed as the parser failed. Node hands the next
  * queued answer the socket in its own `finish` listener, which runs before this one.
+ *
+ * An answer whose request has not arrived whole is the broken request's own (a body that stopped
+ * coming, ended by a FIN, or badly chunked): it will never finish, and waiting for it held the
+ * connection for good, CLOSE-WAIT after the client left (an audit ran a server out of descriptors
+ * this way). It is answered at once.
  */
 function afterAnswersInProgress(socket: HttpSocket, then: () => void): void {
   const current = socket._httpMessage
-  if (!current || socket.destroyed) return then()
+  if (!current || socket.destroyed || !current.req.complete) return then()
   let settled = false
   const next = () => {
     if (settled) return

@@ -231,6 +231,67 @@ for (const store of testStores()) {
       }
     })
 
+    /**
+     * Sends `bytes` (then a FIN with `finish`) and waits up to `patienceMs` for the server to hang
+     * up. A body that stopped arriving was never answered and its socket held for good, CLOSE-WAIT
+     * after the client left: the parser's error waited for the answer to that very request.
+     */
+    async function sendAndWaitForClose(url: string, bytes: string, finish: boolean, patienceMs: number) {
+      const socket = net.connect(Number(new URL(url).port), '127.0.0.1')
+      socket.on('error', () => {})
+      let received = ''
+      socket.on('data', (chunk) => (received += chunk))
+      const closed = new Promise<number>((resolve) => socket.once('close', () => resolve(Date.now())))
+      const started = Date.now()
+      socket.write(bytes)
+      if (finish) socket.end()
+      const end = await Promise.race([closed, sleep(patienceMs).then(() => 0)])
+      socket.destroy()
+      assert.ok(end > 0, `never answered and closed: ${JSON.stringify(received)}`)
+      return { afterMs: end - started, received }
+    }
+
+    it('answers a body that stops arriving, with or without a FIN or bad chunking, and closes', async () => {
+      const env = await serviceEnv(store, { HEADERS_TIMEOUT_MS: '1000', REQUEST_TIMEOUT_MS: '2000' })
+      const token = await createToken(env, 'lifecycle')
+      const service = await spawnService(env)
+      try {
+        const head = (framing: string) =>
+          `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n` +
+          `Content-Type: application/json\r\n${framing}\r\n`
+        const stalled = await sendAndWaitForClose(
+          service.url,
+          `${head('Content-Length: 30\r\n')}{"id":5`,
+          false,
+          8000,
+        )
+        assert.match(stalled.received, /^HTTP\/1\.1 408 /)
+        assert.ok(stalled.afterMs >= 2000, `cut off after ${stalled.afterMs} ms`)
+        const halfSent = await sendAndWaitForClose(
+          service.url,
+          `${head('Content-Length: 30\r\n')}{"id":6`,
+          true,
+          1500,
+        )
+        assert.match(halfSent.received, /^HTTP\/1\.1 400 /)
+        const badChunk = await sendAndWaitForClose(
+          service.url,
+          `${head('Transfer-Encoding: chunked\r\n')}zz\r\n{"id":7,"name":"x"}\r\n0\r\n\r\n`,
+          false,
+          1500,
+        )
+        assert.match(badChunk.received, /^HTTP\/1\.1 400 /)
+        const body = JSON.parse(badChunk.received.slice(badChunk.received.indexOf('\r\n\r\n') + 4))
+        assert.equal(body.code, 'BAD_HTTP_REQUEST')
+        for (const id of [5, 6, 7]) {
+          assert.equal((await request('GET', `${service.url}/plants/${id}`, { token })).status, 404)
+        }
+      } finally {
+        service.child.kill('SIGKILL')
+        await service.exited
+      }
+    })
+
     if (store === 'sqlite') {
       for (const [viaNpm, command] of [
         ['start', 'npm start'],
@@ -390,6 +451,8 @@ describe('configuration', () => {
     ['PLANT_STORE_DB', folder],
     ['PLANT_STORE_DB', unopenable],
     ['PLANT_STORE_DB', '/proc/plant-store-nope/x.db'],
+    ['PLANT_STORE_DB', ':memory:'],
+    ['PLANT_STORE_DB', 'file:plants.db?mode=memory'],
   ] as const) {
     it(`stops startup on ${name}=${JSON.stringify(value)} with one line naming ${name}`, async () => {
       const env = { PLANT_STORE_DB: path.join(folder, 'never-created/x.db'), PORT: '0', [name]: value }
