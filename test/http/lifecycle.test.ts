@@ -367,6 +367,14 @@ for (const store of testStores()) {
         headers: { 'x-request-id': 'log-check-2' },
       })
       assert.equal(inQuery.status, 400)
+      // Spelt with percent-encoding, or sent as a request id, it stays out of the log too.
+      const encoded = `/plants?access%5Ftoken=%70st_${token.slice(4)}`
+      assert.equal((await request('GET', `${service.url}${encoded}`, { token })).status, 400)
+      const asId = await request('GET', `${service.url}/plants/1`, {
+        token,
+        headers: { 'x-request-id': token },
+      })
+      assert.notEqual(asId.headers.get('x-request-id'), token)
       service.child.kill('SIGTERM')
       await service.exited
       const lines = service
