@@ -77,11 +77,13 @@ export function requireScope(verifier: TokenVerifier, scope: Scope) {
 function presentedSecret(header: string | undefined): string {
   if (!header)
     throw unauthenticated('Authorization header is required: send "Authorization: Bearer <token>"', REALM)
-  const match = /^([A-Za-z][A-Za-z0-9._~+/-]*)(?:\s+(.*))?$/.exec(header.trim())
+  // Only SP and HTAB separate the scheme from the token (RFC 9110 11.4); JavaScript's \s also
+  // took U+00A0 and other spaces, so `Bearer\xA0<token>` was accepted.
+  const match = /^[ \t]*([A-Za-z][A-Za-z0-9._~+/-]*)(?:[ \t]+(.*?))?[ \t]*$/.exec(header)
   if (match?.[1]?.toLowerCase() !== 'bearer') {
     throw unauthenticated('Authorization header must use the Bearer scheme', REALM)
   }
-  const secret = match[2]?.trim()
+  const secret = match[2]
   // No token at all is answered like no header (RFC 6750 3.1: no error code when none was sent).
   if (!secret) throw unauthenticated('Authorization header must carry a token after "Bearer"', REALM)
   if (/\s/.test(secret)) {

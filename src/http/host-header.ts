@@ -13,10 +13,22 @@ const hostError = (rule: string) =>
   new ApiError('VALIDATION_FAILED', `Host header ${rule}`, { details: [{ field: 'Host', rule }] })
 
 /**
- * An onRequest hook for RFC 9112 3.2: a request with more than one Host line, or a Host that is not
- * a plain host[:port], is a 400, and so is an HTTP/1.1 request without one (HTTP/1.0 may omit it).
- * Node would answer the missing case itself with an empty 400 (the server sets requireHostHeader
- * false so that this answers it in the Error shape) and keeps only the first of several.
+ * Fields a request may carry once (RFC 9110 5.3): Node keeps only the first of several, and a
+ * proxy in front that reads the last would disagree with the service about the credential or
+ * the body's type. Keyed by the length of the lower-cased name, which rules out most lines cheaply.
+ */
+const SINGLE_FIELDS: Record<number, { lower: string; shown: string; bit: number }> = {
+  4: { lower: 'host', shown: 'Host', bit: 1 },
+  12: { lower: 'content-type', shown: 'Content-Type', bit: 2 },
+  13: { lower: 'authorization', shown: 'Authorization', bit: 4 },
+}
+
+/**
+ * An onRequest hook for RFC 9112 3.2: a request with a Host that is not a plain host[:port] is a
+ * 400, and so is an HTTP/1.1 request without one (HTTP/1.0 may omit it), and a request with more
+ * than one Host, Authorization or Content-Type line. Node would answer the missing Host itself
+ * with an empty 400 (the server sets requireHostHeader false so that this answers it in the
+ * Error shape) and keeps only the first of several.
  */
 export function requireHost(
   request: FastifyRequest,
@@ -33,8 +45,18 @@ export function requireHost(
   if (!PLAIN_HOST.test(host))
     return done(hostError('must be a host name or address, with an optional port of 0-65535'))
   const raw = request.raw.rawHeaders
-  let lines = 0
-  for (let i = 0; i < raw.length; i += 2)
-    if (raw[i]?.length === 4 && raw[i]?.toLowerCase() === 'host') lines++
-  done(lines > 1 ? hostError('must be sent once') : undefined)
+  let seen = 0
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string
+    const single = SINGLE_FIELDS[name.length]
+    if (single === undefined || name.toLowerCase() !== single.lower) continue
+    if (seen & single.bit) return done(sentTwice(single.shown))
+    seen |= single.bit
+  }
+  done()
 }
+
+const sentTwice = (field: string) =>
+  new ApiError('VALIDATION_FAILED', `${field} header must be sent once`, {
+    details: [{ field, rule: 'must be sent once' }],
+  })

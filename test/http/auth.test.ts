@@ -80,6 +80,18 @@ for (const store of testStores()) {
       assert.match(response.json.message, /Bearer/)
     })
 
+    it('separates scheme and token by spaces and tabs only, not by other Unicode spaces', async () => {
+      for (const [value, status] of [
+        [`Bearer\t${token}`, 404],
+        [`Bearer   ${token}  `, 404],
+        [`Bearer\u00a0${token}`, 401],
+        [`Bearer ${token}\u00a0`, 401],
+      ] as const) {
+        const response = await request('GET', `${service.url}/plants/404404`, { authorization: value })
+        assert.equal(response.status, status, JSON.stringify(value))
+      }
+    })
+
     it('accepts the scheme name in any case', async () => {
       for (const scheme of ['bearer', 'BEARER', 'BeArEr']) {
         const response = await request('GET', `${service.url}/plants/1`, {

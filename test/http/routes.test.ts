@@ -144,6 +144,19 @@ for (const store of testStores()) {
         /^Host header must be a host name or address, with an optional port of 0-65535$/,
       ],
       [
+        'two Authorization lines',
+        'GET /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nauthorization: Bearer b\r\nConnection: close\r\n\r\n',
+        400,
+        /^Authorization header must be sent once$/,
+      ],
+      [
+        'two Content-Type lines',
+        'POST /plants HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Type: text/plain\r\n' +
+          'Content-Length: 2\r\nConnection: close\r\n\r\n{}',
+        400,
+        /^Content-Type header must be sent once$/,
+      ],
+      [
         'a Host whose port no connection could have',
         'GET /healthz HTTP/1.1\r\nHost: x:65536\r\nConnection: close\r\n\r\n',
         400,
