@@ -61,3 +61,34 @@ describe('sqlite migrations', () => {
     }
   })
 })
+
+describe('sqlite store files', () => {
+  it('makes a new store private: folders 0700, database, WAL and shared memory 0600', async () => {
+    const previous = process.umask(0o022)
+    try {
+      const store = path.join(dir, 'private', 'nested', 'plants.db')
+      const storage = new SqliteStorage({ path: store, synchronous: 'full' })
+      try {
+        for (const folder of [path.join(dir, 'private'), path.dirname(store)]) {
+          assert.equal(fs.statSync(folder).mode & 0o777, 0o700, folder)
+        }
+        for (const suffix of ['', '-wal', '-shm']) {
+          assert.equal(fs.statSync(store + suffix).mode & 0o777, 0o600, store + suffix)
+        }
+      } finally {
+        await storage.close()
+      }
+    } finally {
+      process.umask(previous)
+    }
+  })
+
+  it('leaves the mode of an existing store file as its operator set it', async () => {
+    const store = path.join(dir, 'shared.db')
+    fs.writeFileSync(store, '')
+    fs.chmodSync(store, 0o640)
+    const storage = new SqliteStorage({ path: store, synchronous: 'full' })
+    await storage.close()
+    assert.equal(fs.statSync(store).mode & 0o777, 0o640)
+  })
+})

@@ -84,6 +84,7 @@ export function openSqliteDatabase(
 ): Database.Database {
   const settings = ROLES[role]
   ensureFolder(path.dirname(options.path))
+  createPrivately(options.path)
   const db = new Database(options.path)
   try {
     db.pragma('journal_mode = WAL')
@@ -101,7 +102,20 @@ export function openSqliteDatabase(
 }
 
 /**
- * `mkdir -p`, by hand: on a filesystem that answers ENOENT although the parent exists (a path
+ * A new store file is made readable by this user only: it holds token hashes and webhook signing
+ * secrets, and SQLite gives its WAL and shared memory the database file's mode. With the usual
+ * umask a store came out world-readable. An existing file keeps the mode its operator gave it.
+ */
+function createPrivately(file: string): void {
+  try {
+    fs.closeSync(fs.openSync(file, 'wx', 0o600))
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+  }
+}
+
+/**
+ * `mkdir -p`, by hand (new folders private, as the store's files are): on a filesystem that answers ENOENT although the parent exists (a path
  * under /proc), `fs.mkdirSync(folder, { recursive: true })` loops forever in Node 20, and a bad
  * PLANT_STORE_DB hung the process instead of failing it.
  */
@@ -110,7 +124,7 @@ function ensureFolder(folder: string): void {
   for (let dir = folder; !fs.existsSync(dir); dir = path.dirname(dir)) missing.unshift(dir)
   for (const dir of missing) {
     try {
-      fs.mkdirSync(dir)
+      fs.mkdirSync(dir, { mode: 0o700 })
     } catch (error) {
       // Another process starting on the same store may have made it first.
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
