@@ -14,7 +14,8 @@ Decisions where the seed description says "not shown":
 - **Tokens**: opaque bearer tokens \`pst_\` + 43 base62 characters, issued and revoked by an operator
   with \`plant-store tokens\`; only their SHA-256 is stored. Scopes \`plants:read\` and \`plants:write\`;
   optional expiry. A revocation takes effect within 1 second on every instance. The scheme name is
-  case-insensitive.
+  case-insensitive. A token is taken only from one Authorization header: an \`access_token\` query
+  parameter is a 400 (\`invalid_request\`), and so are two Authorization (or Host, or Content-Type) lines.
 - **Limits**: \`name\` 1 to 200 characters, \`tag\` 1 to 100 characters (Unicode code points), any \`tag\` value allowed,
   both well-formed Unicode without NUL, bodies up to 16 KiB by default (BODY_LIMIT), valid UTF-8,
   with arrays and objects nested at most 64 levels deep.
