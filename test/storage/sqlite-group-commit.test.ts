@@ -236,6 +236,31 @@ describe('sqlite group commit', () => {
     assert.equal((await create(store, plant(100n, 'blocked'))).kind, 'created', 'it recovers')
   })
 
+  it('answers each write within the busy timeout of its arrival, however many batches wait for the lock', async () => {
+    // Small batches, so that the writes wait in several: timed per batch, the last ones waited
+    // for each batch's timeout in turn.
+    const store = open({ busyTimeoutMs: 300, maxBatch: 10 })
+    await store.ping()
+    const lock = new Database(file)
+    lock.exec('BEGIN IMMEDIATE')
+    try {
+      const waits = await Promise.all(
+        Array.from({ length: 40 }, async (_, i) => {
+          const started = performance.now()
+          await assert.rejects(create(store, plant(BigInt(1000 + i), 'queued')), StoreUnavailableError)
+          return performance.now() - started
+        }),
+      )
+      const slowest = Math.round(Math.max(...waits))
+      // Four batches of 300 ms each would be 1,200 ms; one timeout and a retry's pause is ~350.
+      assert.ok(slowest < 800, `a write waited ${slowest} ms for a 300 ms busy timeout`)
+    } finally {
+      lock.exec('ROLLBACK')
+      lock.close()
+    }
+    assert.equal((await create(store, plant(1000n, 'after'))).kind, 'created', 'it recovers')
+  })
+
   it('writes the outbox rows in the batch transaction: one per subscriber when created, none on replay', async () => {
     const store = open()
     for (const id of ['a', 'b'])
