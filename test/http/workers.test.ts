@@ -9,6 +9,7 @@ import {
   runCli,
   serviceEnv,
   spawnService,
+  type StoreKind,
   stopService,
   testStores,
   waitFor,
@@ -63,15 +64,25 @@ function childPids(pid: number): number[] {
   }
 }
 
+/** `serve --workers 2` on a fresh store, once it says it is ready, with a token and the primary's pid. */
+async function startCluster(store: StoreKind) {
+  const env = await serviceEnv(store)
+  const token = await createToken(env, 'workers')
+  const service = await spawnService(env, ['--workers', '2'])
+  try {
+    await waitFor('the cluster to be ready', () => /cluster ready/.test(service.output()))
+  } catch (error) {
+    await stopService(service)
+    throw error
+  }
+  return { service, token, primary: service.child.pid as number }
+}
+
 for (const store of testStores()) {
   describe(`serve --workers 2 (${store})`, () => {
     it('forks two workers that share the port, replaces one that dies, and drains on SIGTERM', async () => {
-      const env = await serviceEnv(store)
-      const token = await createToken(env, 'workers')
-      const service = await spawnService(env, ['--workers', '2'])
+      const { service, token, primary } = await startCluster(store)
       try {
-        await waitFor('the cluster to be ready', () => /cluster ready/.test(service.output()))
-        const primary = service.child.pid as number
         const workers = childPids(primary)
         assert.equal(workers.length, 2, `expected 2 worker processes, found ${workers.join(', ')}`)
 
@@ -149,12 +160,8 @@ for (const store of testStores()) {
 
     if (store === 'sqlite') {
       it('leaves no request hanging when a worker is killed under load: each is answered or reset', async () => {
-        const env = await serviceEnv(store)
-        const token = await createToken(env, 'workers')
-        const service = await spawnService(env, ['--workers', '2'])
+        const { service, token, primary } = await startCluster(store)
         try {
-          await waitFor('the cluster to be ready', () => /cluster ready/.test(service.output()))
-          const primary = service.child.pid as number
           const until = Date.now() + 3000
           let answered = 0
           const failures: string[] = []
