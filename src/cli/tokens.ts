@@ -52,24 +52,25 @@ async function create(open: OpenStore, args: string[]): Promise<void> {
       `--scopes must be a comma-separated list of ${SCOPES.join(', ')}; got "${values.scopes}"`,
     )
   }
-  let expiresAt: Date | null = null
+  let lifetimeMs: number | undefined
   if (values['expires-in'] !== undefined) {
-    const ms = parseDuration(values['expires-in'])
-    if (ms === undefined) throw new UsageError('--expires-in must look like 30d, 12h, 15m, 45s or 2w')
+    lifetimeMs = parseDuration(values['expires-in'])
+    if (lifetimeMs === undefined) throw new UsageError('--expires-in must look like 30d, 12h, 15m, 45s or 2w')
     // Far enough out, the Date is Invalid Date, which would be stored as "never".
-    if (ms > MAX_EXPIRY_MS) throw new UsageError('--expires-in must be at most 100 years (36500d)')
-    expiresAt = new Date(Date.now() + ms)
+    if (lifetimeMs > MAX_EXPIRY_MS) throw new UsageError('--expires-in must be at most 100 years (36500d)')
   }
   const secret = generateTokenSecret()
   const id = generateTokenId()
   const storage = await open()
+  // From the creation time itself: counted before the store was opened, `1s` came out 995 ms.
+  const createdAt = new Date()
   await storage.createToken({
     id,
     name,
     scopes: [...new Set(scopes)],
     hash: hashToken(secret),
-    createdAt: new Date(),
-    expiresAt,
+    createdAt,
+    expiresAt: lifetimeMs === undefined ? null : new Date(createdAt.getTime() + lifetimeMs),
     lastUsedAt: null,
     revokedAt: null,
   })

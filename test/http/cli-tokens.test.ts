@@ -56,6 +56,8 @@ for (const store of testStores()) {
       assert.ok(Date.parse(listed.created))
       const days = (Date.parse(listed.expires) - Date.now()) / 86_400_000
       assert.ok(days > 29.9 && days <= 30, String(days))
+      // Counted from the creation time itself, to the millisecond.
+      assert.equal(Date.parse(listed.expires) - Date.parse(listed.created), 30 * 86_400_000)
       assert.ok('lastUsed' in listed)
       const human = await runCli(['tokens', 'list'], env)
       assert.match(human.stdout, /listed/)
