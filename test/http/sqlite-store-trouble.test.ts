@@ -109,4 +109,39 @@ describe('SQLite store in trouble', () => {
       assert.equal((await request('GET', `${service.url}/readyz`)).status, 503)
     })
   }
+
+  // The files SQLite commits to stay where a restart finds them in these two cases (the WAL is at
+  // its path): a write answered 503 must not be among what it finds.
+  for (const [how, move] of [
+    ['its shared memory deleted', (file: string) => fs.rmSync(`${file}-shm`)],
+    [
+      'its database file replaced by a copy',
+      (file: string) => {
+        fs.copyFileSync(file, `${file}.copy`)
+        fs.renameSync(`${file}.copy`, file)
+      },
+    ],
+  ] as const) {
+    it(`stores nothing it answers 503 for once the store has ${how}`, async () => {
+      const service = await startService('sqlite', { WEBHOOK_WORKER: 'false' })
+      const file = service.env.PLANT_STORE_DB as string
+      const token = await service.token()
+      try {
+        assert.equal((await create(service, token, 1)).status, 200)
+        move(file)
+        assert.equal((await request('DELETE', `${service.url}/plants/1`, { token })).status, 503)
+        assert.equal((await create(service, token, 2)).status, 503)
+      } finally {
+        await service.close()
+      }
+      const restarted = await startService('sqlite', { WEBHOOK_WORKER: 'false', PLANT_STORE_DB: file })
+      try {
+        const again = await restarted.token()
+        assert.equal((await request('GET', `${restarted.url}/plants/1`, { token: again })).status, 200)
+        assert.equal((await request('GET', `${restarted.url}/plants/2`, { token: again })).status, 404)
+      } finally {
+        await restarted.close()
+      }
+    })
+  }
 })

@@ -300,6 +300,15 @@ export class GroupCommitWriter {
       // A batch that changed no row (the webhook worker's poll when nothing is due, once a second)
       // commits no WAL frame: there is nothing to sync, and an idle service made no fsync at all.
       wrote = control.totalChanges.get() !== changesBefore
+      // A store file that has left its path would take this commit where no restart finds it, or
+      // half of it: refused before COMMIT, its 503 means nothing stored (an audit found a create
+      // answered 503 there after a restart). checkFiles catches a move during the commit itself.
+      const missing = wrote ? this.files.missing() : undefined
+      if (missing !== undefined) {
+        control.rollback.run()
+        this.broke('a store file has left its path', new Error(movedAway(missing)), batch)
+        return
+      }
       if (this.walFd !== undefined && wrote) this.snapshot.hold()
       control.commit.run()
     } catch (error) {
