@@ -12,7 +12,7 @@ import { registerJsonBodyParser } from './http/json-body.js'
 import { lazyRequestLogger } from './http/lazy-request-logger.js'
 import { handlePipelinedRequestsInOrder } from './http/pipelining.js'
 import { badPathEncoding, badQueryEncoding } from './http/query-encoding.js'
-import { installRequestLogging, requestIdFrom } from './http/request-logging.js'
+import { installRequestLogging, logRequestLine, requestIdFrom } from './http/request-logging.js'
 import { dedupedSerializers } from './http/serializers.js'
 import { installValidators } from './http/validators.js'
 import { registerOpenApi } from './openapi/document.js'
@@ -77,10 +77,10 @@ export async function buildApp(
     schemaController: { compilersFactory: { buildSerializer: dedupedSerializers() } },
     clientErrorHandler,
     // Malformed percent-encoding and over-long path parameters (the only one is a plant id) are
-    // rejected by the router before any route runs; answer them in the Error shape too.
-    frameworkErrors: (error, request, reply) =>
-      sendError(
-        reply,
+    // rejected by the router before any route runs; answer them in the Error shape too. No hook
+    // runs for them either: the request id and the log line are given here.
+    frameworkErrors: (error, request, reply) => {
+      const refusal =
         error.code === 'FST_ERR_MAX_PARAM_LENGTH'
           ? new ApiError(
               'VALIDATION_FAILED',
@@ -89,8 +89,12 @@ export async function buildApp(
                 details: [{ field: 'id', rule: `has at most ${MAX_ID_LENGTH} characters` }],
               },
             )
-          : badPathEncoding(request.url),
-      ),
+          : badPathEncoding(request.url)
+      reply.header('x-request-id', request.id)
+      const { method, url, id: reqId } = request
+      logRequestLine(app, { reqId, method, route: null, url, status: refusal.status })
+      sendError(reply, refusal)
+    },
   })
 
   // A client may send its request and then shut its side of the connection (`nc -N`, some HTTP/1.0

@@ -375,6 +375,13 @@ for (const store of testStores()) {
         headers: { 'x-request-id': token },
       })
       assert.notEqual(asId.headers.get('x-request-id'), token)
+      // A path the router cannot decode runs no hook: its answer still carries the id, and is logged.
+      const undecodable = await request('GET', `${service.url}/plants/%ff`, {
+        token,
+        headers: { 'x-request-id': 'log-check-3' },
+      })
+      assert.equal(undecodable.status, 400)
+      assert.equal(undecodable.headers.get('x-request-id'), 'log-check-3')
       service.child.kill('SIGTERM')
       await service.exited
       const lines = service
@@ -394,6 +401,14 @@ for (const store of testStores()) {
         .split('\n')
         .find((line) => line.includes('log-check-2'))
       assert.equal(JSON.parse(refused as string).url, '/plants?limit=1&access_token=[redacted]')
+      const badPath = service
+        .output()
+        .split('\n')
+        .find((line) => line.includes('log-check-3'))
+      assert.deepEqual(
+        [JSON.parse(badPath as string).status, JSON.parse(badPath as string).url],
+        [400, '/plants/%ff'],
+      )
     })
   })
 }
