@@ -27,6 +27,12 @@ export function generateTokenSecret(): string {
 
 const TOKEN_SHAPE = new RegExp(`^${TOKEN_PREFIX}[0-9A-Za-z]{${SECRET_LENGTH}}$`)
 
+/**
+ * Text that may hold a token or its secret part: the prefix in any case, or a run of base62 as
+ * long as a secret (which a long tag may also be; it only decides what the log leaves out).
+ */
+export const TOKEN_IN_TEXT = new RegExp(`${TOKEN_PREFIX}|[0-9A-Za-z]{${SECRET_LENGTH}}`, 'i')
+
 /** Whether `secret` has the form generateTokenSecret gives; no other secret was ever issued. */
 export function isTokenShaped(secret: string): boolean {
   return TOKEN_SHAPE.test(secret)

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
+import { TOKEN_IN_TEXT } from '../auth/token-format.js'
 import { isLevelEnabled } from './lazy-request-logger.js'
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 /** What a token looks like in text, and the query parameter RFC 6750 would carry one in. */
-const TOKEN_TEXT = /pst_|access_token/i
+const TOKEN_OR_ITS_PARAMETER = new RegExp(`${TOKEN_IN_TEXT.source}|access_token`, 'i')
 
 /**
  * Accepts a caller's X-Request-Id when it is short and plain (it goes into logs and is echoed),
@@ -13,7 +14,7 @@ const TOKEN_TEXT = /pst_|access_token/i
  */
 export function requestIdFrom(header: string | string[] | undefined): string {
   const value = Array.isArray(header) ? header[0] : header
-  return value && SAFE_REQUEST_ID.test(value) && !/pst_/i.test(value) ? value : randomUUID()
+  return value && SAFE_REQUEST_ID.test(value) && !TOKEN_IN_TEXT.test(value) ? value : randomUUID()
 }
 
 /**
@@ -25,8 +26,8 @@ const looselyDecoded = (text: string) =>
     ? text.replace(/%([0-9A-Fa-f]{2})/g, (_, hex) => String.fromCharCode(parseInt(hex, 16)))
     : text
 
-/** A path segment or query pair that holds a token, whole. */
-const hidingToken = (part: string) => (/pst_/i.test(looselyDecoded(part)) ? '[redacted]' : part)
+/** A path segment or query pair that holds a token or its secret part, whole. */
+const hidingToken = (part: string) => (TOKEN_IN_TEXT.test(looselyDecoded(part)) ? '[redacted]' : part)
 
 /**
  * The request URL as logged. A token sent in the URL (`?access_token=`, RFC 6750's third way,
@@ -35,7 +36,7 @@ const hidingToken = (part: string) => (/pst_/i.test(looselyDecoded(part)) ? '[re
  * something shaped like a token, is replaced, however it is percent-encoded.
  */
 export function loggedUrl(url: string | undefined): string | undefined {
-  if (url === undefined || !TOKEN_TEXT.test(looselyDecoded(url))) return url
+  if (url === undefined || !TOKEN_OR_ITS_PARAMETER.test(looselyDecoded(url))) return url
   const question = url.indexOf('?')
   const path = (question === -1 ? url : url.slice(0, question)).split('/').map(hidingToken).join('/')
   if (question === -1) return path

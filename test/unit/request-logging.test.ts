@@ -11,6 +11,7 @@ describe('what the request log keeps of a URL and a request id', () => {
       '/plants/42',
       '/plants?tag=%66ern',
       '/plants?tag=%zz',
+      `/plants?tag=${'a'.repeat(42)}`,
       undefined,
     ]) {
       assert.equal(loggedUrl(url), url)
@@ -27,6 +28,10 @@ describe('what the request log keeps of a URL and a request id', () => {
       [`/plants/${token}?limit=1`, '/plants/[redacted]?limit=1'],
       [`/plants/%70st_${token.slice(4)}`, '/plants/[redacted]'],
       [`/plants?x=%zz&y=${token}`, '/plants?x=%zz&[redacted]'],
+      // The secret part alone, however it is introduced.
+      [`/plants?tag=${token.slice(4)}`, '/plants?[redacted]'],
+      [`/plants?tag=pst+${token.slice(4)}`, '/plants?[redacted]'],
+      [`/plants/${token.slice(4)}`, '/plants/[redacted]'],
     ]
     for (const [url, logged] of cases) {
       assert.equal(loggedUrl(url), logged, url)
@@ -37,7 +42,16 @@ describe('what the request log keeps of a URL and a request id', () => {
   it('keeps a plain X-Request-Id, and replaces one holding a token', () => {
     assert.equal(requestIdFrom('trace-42.a:b'), 'trace-42.a:b')
     assert.equal(requestIdFrom(['first', 'second']), 'first')
-    for (const value of [token, `x-${token}`, 'PST_abc', 'bad id', 'x'.repeat(129), '', undefined]) {
+    for (const value of [
+      token,
+      token.slice(4),
+      `x-${token}`,
+      'PST_abc',
+      'bad id',
+      'x'.repeat(129),
+      '',
+      undefined,
+    ]) {
       const id = requestIdFrom(value)
       assert.match(id, /^[0-9a-f-]{36}$/, String(value))
     }
