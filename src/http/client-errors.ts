@@ -6,20 +6,26 @@ import { isLevelEnabled } from './lazy-request-logger.js'
 
 type ParserError = Error & { code?: string; reason?: string; rawPacket?: unknown }
 
+/** A request line begins with a method token and a space; a header line has a colon first. */
+const REQUEST_LINE_START = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+ /
+
 /**
  * Node's parser reports one overflow for the request line and the headers together; RFC 9112 3
  * wants a 414 when it is the target that is too long. The bytes it was parsing when it gave up
- * tell, when they begin with a method and their first line alone is over the limit. A request line
- * that arrived in several pieces cannot be told from long headers and stays a 431, whose message
- * names both.
+ * tell, when one of their lines alone is over the limit and begins as a request line does (after
+ * a pipelined request's bytes too). A request line that arrived in several pieces cannot be told
+ * from long headers and stays a 431, whose message names both.
  */
 function overflowsInRequestLine(packet: unknown): boolean {
-  if (!Buffer.isBuffer(packet)) return false
-  const lineEnd = packet.indexOf(0x0a)
-  return (
-    (lineEnd === -1 ? packet.length : lineEnd) > maxHeaderSize &&
-    /^[!#$%&'*+.^_`|~0-9A-Za-z-]+ /.test(packet.subarray(0, 40).toString('latin1'))
-  )
+  if (!Buffer.isBuffer(packet) || packet.length <= maxHeaderSize) return false
+  for (let start = 0; start < packet.length;) {
+    const newline = packet.indexOf(0x0a, start)
+    const end = newline === -1 ? packet.length : newline
+    const head = packet.subarray(start, Math.min(end, start + 40)).toString('latin1')
+    if (end - start > maxHeaderSize && REQUEST_LINE_START.test(head)) return true
+    start = end + 1
+  }
+  return false
 }
 
 /** Node's parser and timeout errors as catalog codes, with a message a client can act on. */

@@ -187,6 +187,13 @@ for (const store of testStores()) {
       })
     }
 
+    it('answers a 20 KB request target pipelined behind a valid request 414, after that answer', async () => {
+      const received = await rawExchange(
+        `GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /plants?x=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`,
+      )
+      assert.match(received, /^HTTP\/1\.1 200 [^]*\r\n\r\n\{"status":"ok"\}HTTP\/1\.1 414 /)
+    })
+
     it('takes a Host with the highest port a connection can have', async () => {
       const received = await rawExchange(
         'GET /healthz HTTP/1.1\r\nHost: x:65535\r\nConnection: close\r\n\r\n',
