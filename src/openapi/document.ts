@@ -33,7 +33,7 @@ Decisions where the seed description says "not shown":
   catalog code (${Object.keys(errorCatalog).join(', ')}); \`details\` lists each field at fault.
   A 500 carries no internals (its request id is in the log line).
   Statuses beyond the seed's 400: 401, 403, 404, 405, 409, 413, 415, 417, 500, 503; and, before any route
-  and followed by closing the connection, 408 (headers too slow), 414 (a request line over 16 KiB),
+  and followed by closing the connection, 408 (headers or body too slow), 414 (a request line over 16 KiB),
   431 (request line and headers over 16 KiB together) and 501 (a CONNECT to anything but a known path, where it is a 405: the service is no proxy).
   Authentication is checked before the body is read: a bad token with a bad body is a 401, and an
   \`Expect: 100-continue\` is answered with 100 only once nothing but the body can refuse the request;
