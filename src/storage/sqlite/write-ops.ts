@@ -57,8 +57,8 @@ export function prepareWriteOps(db: Database.Database) {
     failSubscriptionDeliveries: db.prepare(`UPDATE webhook_deliveries
       SET status = 'failed', last_error = 'subscription removed'
       WHERE subscription_id = ? AND status = 'pending'`),
-    // ${RECORDABLE}: also a delivery whose subscription was removed while its send was in flight;
-    // acknowledged, it was delivered after all, and otherwise it stays failed as removed.
+    // RECORDABLE takes a delivery whose subscription was removed while its send was in flight too:
+    // acknowledged, it was delivered after all; otherwise it stays failed as removed.
     recordAttempt: db.prepare(`UPDATE webhook_deliveries
       SET attempts = attempts + 1, last_attempt_at = @at, last_status = @status,
           last_error = CASE WHEN status = 'pending' OR @outcome = 'delivered' THEN @error ELSE last_error END,
