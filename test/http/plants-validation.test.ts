@@ -61,6 +61,14 @@ for (const store of testStores()) {
         assert.match(response.json.message, message)
         assert.match(response.headers.get('content-type') ?? '', /^application\/json/)
         assert.equal((await request('GET', `${service.url}/plants/1`, { token })).status, 404)
+        // Valid JSON with a forbidden key breaks a rule; it is not malformed.
+        if (/proto/.test(label)) {
+          assert.equal(response.json.code, 'VALIDATION_FAILED')
+          assert.deepEqual(
+            response.json.details.map((d: { field: string }) => d.field),
+            ['body'],
+          )
+        }
       })
     }
 
