@@ -10,6 +10,7 @@ import { installExpectHandling } from './http/expect-header.js'
 import { requireHost } from './http/host-header.js'
 import { registerJsonBodyParser } from './http/json-body.js'
 import { lazyRequestLogger } from './http/lazy-request-logger.js'
+import { refuseUnsupportedFraming } from './http/message-framing.js'
 import { handlePipelinedRequestsInOrder } from './http/pipelining.js'
 import { badPathEncoding, badQueryEncoding } from './http/query-encoding.js'
 import { installRequestLogging, logRequestLine, requestIdFrom } from './http/request-logging.js'
@@ -109,6 +110,7 @@ export async function buildApp(
   installValidators(app, sharedSchemas)
   installErrorHandler(app, config.bodyLimit)
   installRequestLogging(app)
+  app.addHook('onRequest', refuseUnsupportedFraming)
   app.addHook('onRequest', requireHost)
   installExpectHandling(app)
   // The last checks before a body is read, after authentication, on every route. An unknown path

@@ -70,6 +70,16 @@ export const errorCatalog = {
     description:
       'A CONNECT to anything but a known path: the service is no proxy and opens no tunnels; sent before any route.',
   },
+  // Answered by message-framing.ts before the route's own checks, then the connection is closed.
+  UNSUPPORTED_TRANSFER_CODING: {
+    status: 501,
+    description:
+      'A Transfer-Encoding other than chunked alone (gzip, chunked, say): the service applies no transfer coding but chunked.',
+  },
+  HTTP_VERSION_NOT_SUPPORTED: {
+    status: 505,
+    description: 'The request line names an HTTP version other than 1.1 or 1.0.',
+  },
 } as const satisfies Record<string, { status: number; description: string }>
 
 export type ErrorCode = keyof typeof errorCatalog

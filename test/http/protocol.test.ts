@@ -309,6 +309,65 @@ describe('HTTP protocol details: Expect and percent-encoding on every route', ()
     )
   })
 
+  const chunkedPost = (id: number, codings: string) => {
+    const body = `{"id":${id},"name":"coded"}`
+    return (
+      `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n` +
+      `Transfer-Encoding: ${codings}\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`
+    )
+  }
+
+  for (const [id, codings] of [
+    [1960, 'gzip, chunked'],
+    [1961, 'x-custom, chunked'],
+    [1962, 'identity, chunked'],
+  ] as const) {
+    it(`answers 501 to Transfer-Encoding: ${codings}, stores nothing and closes (RFC 9112 6.1)`, async () => {
+      // Pipelined behind it, a request that must not be taken: the connection is closed.
+      const { statuses, received } = await exchange(chunkedPost(id, codings) + bare('GET', '/healthz'))
+      assert.deepEqual(statuses, ['501'], received)
+      assert.match(received, /\r\nconnection: close\r\n/i)
+      const body = JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4))
+      assert.deepEqual(body, {
+        error: 501,
+        message: `Transfer-Encoding "${codings}" is not supported: it must be absent or chunked`,
+        code: 'UNSUPPORTED_TRANSFER_CODING',
+        details: [{ field: 'Transfer-Encoding', rule: 'must be absent or chunked' }],
+      })
+      assert.equal((await request('GET', `${service.url}/plants/${id}`, { token })).status, 404)
+    })
+  }
+
+  it('takes Transfer-Encoding: chunked in any case as chunked', async () => {
+    const { statuses, received } = await exchange(
+      chunkedPost(1963, 'Chunked') + bare('GET', '/healthz', true),
+    )
+    assert.deepEqual(statuses, ['200', '200'], received)
+    assert.equal((await request('GET', `${service.url}/plants/1963`, { token })).status, 200)
+  })
+
+  for (const version of ['2.0', '0.9']) {
+    it(`answers 505 to a request line naming HTTP/${version}, and closes`, async () => {
+      const line = `GET /plants/1 HTTP/${version}\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`
+      const { received } = await exchange(line + bare('GET', '/healthz'))
+      assert.match(received, /^HTTP\/1\.1 505 HTTP Version Not Supported\r\n/, received)
+      assert.equal(received.match(/HTTP\/1\.1 \d{3} /g)?.length, 1, received)
+      assert.match(received, /\r\nconnection: close\r\n/i)
+      const body = JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4))
+      assert.equal(body.error, 505)
+      assert.equal(body.code, 'HTTP_VERSION_NOT_SUPPORTED')
+      assert.equal(
+        body.message,
+        `HTTP/${version} is not supported: the request line must name HTTP/1.1 or HTTP/1.0`,
+      )
+    })
+  }
+
+  it('serves HTTP/1.0', async () => {
+    const { received } = await exchange('GET /healthz HTTP/1.0\r\n\r\n')
+    assert.match(received, /^HTTP\/1\.1 200 OK\r\n/, received)
+  })
+
   it('checks the token before the query: 401 first', async () => {
     const response = await request('GET', `${service.url}/plants/1?x=%ff`)
     assert.equal(response.status, 401)

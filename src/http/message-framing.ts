@@ -1,0 +1,45 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { ApiError } from '../errors.js'
+
+/** After either refusal the rest of what the client sends cannot be trusted to be framed as ours. */
+const CLOSE = { connection: 'close' }
+
+/**
+ * An onRequest hook for what Node's parser lets through but cannot honour. A request line naming
+ * HTTP/2.0 or HTTP/0.9 was served as HTTP/1.1; it is a 505 (RFC 9110 15.6.6). A Transfer-Encoding
+ * other than `chunked` alone (`gzip, chunked`, `x-custom, chunked`) was read as plain chunked and
+ * its body stored as sent, codings unapplied; it is a 501 (RFC 9112 6.1). Both close the
+ * connection.
+ */
+export function refuseUnsupportedFraming(
+  request: FastifyRequest,
+  _reply: FastifyReply,
+  done: (error?: Error) => void,
+): void {
+  const { httpVersionMajor, httpVersion } = request.raw
+  if (httpVersionMajor !== 1) {
+    const rule = 'must name HTTP/1.1 or HTTP/1.0'
+    return done(
+      new ApiError(
+        'HTTP_VERSION_NOT_SUPPORTED',
+        `HTTP/${httpVersion} is not supported: the request line ${rule}`,
+        {
+          headers: CLOSE,
+          details: [{ field: 'request line', rule }],
+        },
+      ),
+    )
+  }
+  const coding = request.headers['transfer-encoding']
+  if (coding !== undefined && coding.trim().toLowerCase() !== 'chunked') {
+    const rule = 'must be absent or chunked'
+    return done(
+      new ApiError(
+        'UNSUPPORTED_TRANSFER_CODING',
+        `Transfer-Encoding "${coding}" is not supported: it ${rule}`,
+        { headers: CLOSE, details: [{ field: 'Transfer-Encoding', rule }] },
+      ),
+    )
+  }
+  done()
+}
