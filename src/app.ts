@@ -130,6 +130,17 @@ export async function buildApp(
   await registerOpenApi(app)
   const verifier = new TokenVerifier(storage, config.tokenCacheMs)
   plantRoutes(app, storage, verifier)
+  // `/plants/` would be `/plants/{id}` with an empty id: a POST to it was a 405 that sent the
+  // client to GET and DELETE. Like `/plants/1/`, it is a path the API does not have.
+  app.route({
+    method: app.supportedMethods,
+    url: '/plants/',
+    schema: { hide: true },
+    onRequest: (request, _reply, done) => done(routeNotFound(request)),
+    handler: async () => {
+      throw new Error('unreachable: the onRequest hook answers every request of this route')
+    },
+  })
   healthRoutes(app, storage)
   answerConnect(app, [
     methodNotAllowed(app, '/plants', ['GET', 'POST']),

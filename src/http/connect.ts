@@ -14,8 +14,8 @@ function decodeSegment(segment: string): string | undefined {
 
 /**
  * The known path a CONNECT's request-target names, matched as the router would: query and
- * fragment ignored, segments percent-decoded, a `:param` segment matching anything (even empty,
- * as `/plants/` is `/plants/:id`). Authority-form (`host:port`) and `*` name no path.
+ * fragment ignored, segments percent-decoded, a `:param` segment matching anything but nothing
+ * (`/plants/` is no path of the API, app.ts). Authority-form (`host:port`) and `*` name no path.
  */
 function knownPathOf(known: readonly KnownPath[], target: string): KnownPath | undefined {
   if (!target.startsWith('/')) return undefined
@@ -27,7 +27,7 @@ function knownPathOf(known: readonly KnownPath[], target: string): KnownPath | u
     const pattern = path.url.split('/')
     return (
       pattern.length === segments.length &&
-      pattern.every((part, i) => part.startsWith(':') || part === segments[i])
+      pattern.every((part, i) => (part.startsWith(':') ? segments[i] !== '' : part === segments[i]))
     )
   })
 }

@@ -89,6 +89,20 @@ for (const store of testStores()) {
       }
     })
 
+    it('answers 404 for /plants/ whatever the method: it is no plant id, as /plants/1/ is none', async () => {
+      const token = await service.token()
+      for (const method of ['GET', 'HEAD', 'POST', 'DELETE', 'PUT', 'PROPFIND']) {
+        const body = method === 'POST' ? '{"id":1,"name":"slash"}' : undefined
+        const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
+        const response = await rawRequest(`${service.url}/plants/`, method, headers, body)
+        assert.equal(response.status, 404, method)
+        if (method !== 'HEAD') assert.equal(JSON.parse(response.text).code, 'ROUTE_NOT_FOUND', method)
+      }
+      const connect = parseRaw(await rawExchange('CONNECT /plants/ HTTP/1.1\r\nHost: x\r\n\r\n'))
+      assert.equal(connect.statusLine, 'HTTP/1.1 501 Not Implemented')
+      assert.equal((await request('GET', `${service.url}/plants/1`, { token })).status, 404)
+    })
+
     /** Writes raw bytes on a fresh connection; resolves with all the server sent before closing. */
     function rawExchange(bytes: string): Promise<string> {
       return new Promise((resolve, reject) => {
