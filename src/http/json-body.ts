@@ -60,7 +60,7 @@ function parseJsonBody(request: FastifyRequest, raw: Buffer): JsonObject {
       throw new ApiError('VALIDATION_FAILED', `body ${rule}`, { details: [{ field: 'body', rule }] })
     }
     if (error instanceof RangeError) throw malformed('body is nested too deeply')
-    throw malformed(`body is not valid JSON: ${(error as Error).message}`)
+    throw malformed(`body is not valid JSON: ${withoutEcho((error as Error).message)}`)
   }
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw malformed(
@@ -83,6 +83,14 @@ function parseJsonBody(request: FastifyRequest, raw: Buffer): JsonObject {
   }
   return object
 }
+
+/**
+ * V8 quotes the body back in some messages (`Unexpected token '+', "{"id":+1}" is not valid
+ * JSON`, with ellipses once it is long): the client sent it, and an error message is no place to
+ * echo request bytes. What is left still says what was wrong.
+ */
+const withoutEcho = (message: string) =>
+  message.replace(/, (?:\.\.\.)?".*"(?:\.\.\.)? is not valid JSON$/s, '')
 
 /**
  * A JSON number without a `.` or an exponent is a plain integer, which JSON.parse reads exactly

@@ -75,16 +75,17 @@ for (const store of testStores()) {
     it('lists every field at fault in details, and names the first in the message', async () => {
       const both = await post({ id: 'x', name: 5, tag: '' })
       assert.equal(both.status, 400)
-      assert.equal(both.json.message, 'id must be an integer')
+      // NewPlant is Plant's fields, then id (openapi.test.ts): the details come in that order.
+      assert.equal(both.json.message, 'name must be a string')
       assert.deepEqual(both.json.details, [
-        { field: 'id', rule: 'must be an integer' },
         { field: 'name', rule: 'must be a string' },
         { field: 'tag', rule: 'must NOT have fewer than 1 characters' },
+        { field: 'id', rule: 'must be an integer' },
       ])
       const empty = await post({})
       assert.deepEqual(empty.json.details, [
-        { field: 'id', rule: 'is required' },
         { field: 'name', rule: 'is required' },
+        { field: 'id', rule: 'is required' },
       ])
       const query = await request('GET', `${service.url}/plants?limit=0&after=x`, { token })
       assert.deepEqual(
@@ -250,6 +251,21 @@ for (const store of testStores()) {
       assert.equal((await request('GET', `${service.url}/plants/7107`, { token })).status, 404)
       const replacement = await post('{"id":7108,"name":"a\ufffd"}')
       assert.equal(replacement.status, 200, 'a real U+FFFD is valid text')
+    })
+
+    it('says what is wrong with malformed JSON without quoting the body back', async () => {
+      for (const [body, message] of [
+        ['{"id":+1,"name":"echo me"}', "body is not valid JSON: Unexpected token '+'"],
+        [`[${'1,'.repeat(50)}]`, "body is not valid JSON: Unexpected token ']'"],
+        [
+          '{"id":1,"name":"x"} trailing',
+          'body is not valid JSON: Unexpected non-whitespace character after JSON at position 20',
+        ],
+      ]) {
+        const response = await post(body as string)
+        assert.equal(response.status, 400, body)
+        assert.deepEqual(response.json, { error: 400, message, code: 'MALFORMED_JSON' }, body)
+      }
     })
 
     it('answers 413 to a huge string and keeps serving', async () => {
