@@ -17,30 +17,36 @@ export const Plant = {
   $id: 'Plant',
 } as const
 
-/** The seed's NewPlant: every field of Plant plus `id`. Unknown properties are allowed and ignored. */
+/**
+ * The seed's NewPlant, built as the seed builds it: Plant (by reference) plus a required `id`.
+ * Unknown properties are allowed and ignored.
+ */
 export const NewPlant = {
-  type: 'object',
-  required: ['id', 'name'],
-  properties: {
-    id: {
-      type: 'integer',
-      description:
-        'Identification number of the plant. Any int64; sent and answered as a JSON number with every digit kept.',
-      // No minimum/maximum: JSON numbers print them as doubles (9223372036854776000), which would
-      // misstate the range; int64.ts enforces it exactly.
-      format: 'int64',
+  allOf: [
+    { $ref: 'Plant' },
+    {
+      type: 'object',
+      required: ['id'],
+      properties: {
+        id: {
+          type: 'integer',
+          description:
+            'Identification number of the plant. Any int64; sent and answered as a JSON number with every digit kept.',
+          // No minimum/maximum: JSON numbers print them as doubles (9223372036854776000), which would
+          // misstate the range; int64.ts enforces it exactly.
+          format: 'int64',
+        },
+      },
     },
-    name: Plant.properties.name,
-    tag: Plant.properties.tag,
-  },
+  ],
   $id: 'NewPlant',
   description:
     'Plant plus its id. Properties other than id, name and tag are accepted, ignored and never stored, ' +
     'except `__proto__` and `constructor.prototype` keys at any depth, which are a 400 (VALIDATION_FAILED): ' +
-    'they are how prototype pollution travels.',
+    'they are how prototype pollution travels. Of a member written twice, the last counts, as in JSON.parse.',
 } as const
 
-export type NewPlantBody = FromSchema<typeof NewPlant>
+export type NewPlantBody = FromSchema<typeof NewPlant, { references: [typeof Plant] }>
 
 /** A plant id in a path or a read answer (a create's body describes its id at more length). */
 const plantId = { type: 'integer', format: 'int64', description: 'Identification number of the plant' }
