@@ -15,7 +15,8 @@ Decisions where the seed description says "not shown":
   with \`plant-store tokens\`; only their SHA-256 is stored. Scopes \`plants:read\` and \`plants:write\`;
   optional expiry. A revocation takes effect within 1 second on every instance. The scheme name is
   case-insensitive. A token is taken only from one Authorization header: an \`access_token\` query
-  parameter is a 400 (\`invalid_request\`), and so are two Authorization (or Host, or Content-Type) lines.
+  parameter on a \`/plants\` operation is a 400 (\`invalid_request\`), and so are two Authorization (or
+  Host, or Content-Type) lines.
 - **Limits**: \`name\` 1 to 200 characters, \`tag\` 1 to 100 characters (Unicode code points), any \`tag\` value allowed,
   both well-formed Unicode without NUL, bodies up to 16 KiB by default (BODY_LIMIT), valid UTF-8,
   with arrays and objects nested at most 64 levels deep.
@@ -23,7 +24,8 @@ Decisions where the seed description says "not shown":
   double). A fraction is a 400 even where a double would round it to a whole number
   (\`300000.00000000001\`); a whole number written with a fraction or exponent (\`42.0\`, \`4.2e1\`) is
   that integer. \`name\` is not unique. Unknown body properties are accepted, ignored and never stored,
-  except \`__proto__\` and \`constructor.prototype\` keys (at any depth), which are a 400.
+  except \`__proto__\` and \`constructor.prototype\` keys (at any depth), which are a 400. A member
+  written twice counts once, the last one, as in JSON.parse.
 - **Replays**: the same id with the same name and tag answers 200 again and stores nothing; with
   another name or tag (adding or removing a tag included) it answers 409.
 - **The create answer** is exactly the seed's Plant: \`{name, tag}\`, \`tag\` omitted when absent, no \`id\`.
@@ -34,7 +36,9 @@ Decisions where the seed description says "not shown":
   A 500 carries no internals (its request id is in the log line).
   Statuses beyond the seed's 400: 401, 403, 404, 405, 409, 413, 415, 417, 500, 503; and, before any route
   and followed by closing the connection, 408 (headers or body too slow), 414 (a request line over 16 KiB),
-  431 (request line and headers over 16 KiB together) and 501 (a CONNECT to anything but a known path, where it is a 405: the service is no proxy).
+  431 (request line and headers over 16 KiB together), 501 (a CONNECT to anything but a known path, where it is a 405: the service is no proxy;
+  or a Transfer-Encoding other than chunked alone) and 505 (a request line naming an HTTP version other than 1.1 or 1.0).
+  \`/plants/\` (an empty id) is no route: a 404 whatever the method.
   Authentication is checked before the body is read: a bad token with a bad body is a 401, and an
   \`Expect: 100-continue\` is answered with 100 only once nothing but the body can refuse the request;
   another expectation is a 417. A query string with bad percent-encoding is a 400 on every known route.
