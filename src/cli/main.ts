@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { existsSync } from 'node:fs'
 import { ConfigError, loadConfig } from '../config.js'
 import { openStorage } from '../storage/open.js'
 import type { Storage } from '../storage/storage.js'
@@ -30,12 +31,19 @@ async function main(argv: string[]): Promise<void> {
   if (!known.includes(command)) throw new UsageError(`unknown command "${command}"`)
   if (command === 'serve') return serveCommand(args)
   let storage: Storage | undefined
-  const open: OpenStore = async () => (storage ??= await openStorage(loadConfig()))
+  const open: OpenStore = async ({ create = false } = {}) => {
+    if (storage) return storage
+    const config = loadConfig()
+    if (!config.databaseUrl && !create && !existsSync(config.dbPath))
+      throw new CommandError(`no store at ${config.dbPath} (PLANT_STORE_DB); check the path`)
+    storage = await openStorage(config)
+    return storage
+  }
   try {
     if (command === 'migrate') {
       if (args.length > 0) throw new UsageError('migrate takes no arguments')
       // Opening the store applies any pending migration; say where it stands.
-      process.stdout.write(`migrations applied: ${(await open()).kind} store is up to date\n`)
+      process.stdout.write(`migrations applied: ${(await open({ create: true })).kind} store is up to date\n`)
     } else if (command === 'webhooks') await webhooksCommand(open, args)
     else await tokensCommand(open, args)
   } finally {

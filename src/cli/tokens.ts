@@ -61,7 +61,7 @@ async function create(open: OpenStore, args: string[]): Promise<void> {
   }
   const secret = generateTokenSecret()
   const id = generateTokenId()
-  const storage = await open()
+  const storage = await open({ create: true })
   // From the creation time itself: counted before the store was opened, `1s` came out 995 ms.
   const createdAt = new Date()
   await storage.createToken({

@@ -27,13 +27,16 @@ export function parseSubscriberUrl(raw: string): string {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new UsageError(`webhook URL must use http or https, got "${url.protocol.replace(/:$/, '')}"`)
   }
-  if (!url.hostname) throw new UsageError(`webhook URL "${raw}" has no host`)
+  // The URL parser repairs what is more likely a typo: `http:///x` and `http:x` become http://x/.
+  if (!url.hostname || !/^https?:\/\/[^/\\?#]/i.test(raw.trim()))
+    throw new UsageError(`webhook URL "${raw}" must name a host right after ${url.protocol}//`)
   // Port 0 is no destination: every delivery would fail to connect.
   if (url.port === '0') throw new UsageError('webhook URL port must be between 1 and 65535, got 0')
   if (url.username || url.password) {
     throw new UsageError('webhook URL must not contain credentials; verify the signature instead')
   }
-  url.hash = ''
+  // A fragment is never sent in a request: the subscriber would not get what was written.
+  if (raw.includes('#')) throw new UsageError(`webhook URL must not contain a fragment (#), got "${raw}"`)
   // A subscriber URL is configuration, not data: a bound keeps `webhooks list` readable and the
   // outbox rows small (a probe added a 5,000-character one).
   if (url.href.length > MAX_URL_LENGTH) {
@@ -108,7 +111,9 @@ async function add(open: OpenStore, args: string[]): Promise<void> {
   const url = parseSubscriberUrl(raw)
   const id = `sub_${randomBase62(16)}`
   const secret = generateWebhookSecret()
-  const storage = await open()
+  const storage = await open({ create: true })
+  // Allowed, since it is how a signing secret is rotated (README), but never unnoticed.
+  const sameUrl = (await storage.listSubscriptions()).filter((s) => s.url === url).map((s) => s.id)
   await storage.addSubscription({ id, url, secret, createdAt: new Date() })
   // The secret alone on stdout, so `SECRET=$(plant-store webhooks add ...)` works; it is shown once.
   await printSecret(secret, 'the signing secret', async () => {
@@ -118,6 +123,10 @@ async function add(open: OpenStore, args: string[]): Promise<void> {
   process.stderr.write(
     `added subscription ${id} for ${url}; keep the signing secret, it is not shown again\n`,
   )
+  if (sameUrl.length > 0)
+    process.stderr.write(
+      `note: ${sameUrl.join(', ')} also sends to this URL: each event goes to it once per subscription\n`,
+    )
 }
 
 async function list(open: OpenStore, args: string[]): Promise<void> {

@@ -223,6 +223,7 @@ describe('plant-store command line', () => {
 
   it('stops quietly when the reader of its output has gone (| head)', async () => {
     const env = await serviceEnv('sqlite')
+    assert.equal((await runCli(['migrate'], env)).code, 0, 'the store the listings read')
     for (const args of [['help'], ['tokens', 'list'], ['webhooks', 'deliveries', '--json']]) {
       const result = await runWithStdout(args, env, 'closed')
       assert.equal(result.code, 0, result.stderr)
@@ -250,6 +251,26 @@ describe('plant-store command line', () => {
       }
     }
     assert.equal(fs.existsSync(path.join(folder, 'fresh')), false, 'no store was created')
+  })
+
+  it('reads no SQLite store that is not there: exit 1 naming the path, and no store file made', async () => {
+    const missing = path.join(tempDir(), 'typo', 'plants.db')
+    for (const args of [
+      ['tokens', 'list'],
+      ['tokens', 'revoke', 'tok_x'],
+      ['webhooks', 'list'],
+      ['webhooks', 'deliveries'],
+      ['webhooks', 'remove', 'sub_x'],
+    ]) {
+      const result = await runCli(args, { PLANT_STORE_DB: missing })
+      assert.equal(result.code, 1, `${args.join(' ')}: ${result.stderr}`)
+      assert.equal(result.stderr, `plant-store: no store at ${missing} (PLANT_STORE_DB); check the path\n`)
+      assert.equal(result.stdout, '')
+    }
+    assert.equal(fs.existsSync(path.dirname(missing)), false, 'no store was created')
+    // What adds something makes the store, as on a first run.
+    assert.equal((await runCli(['tokens', 'create', '--name', 'first'], { PLANT_STORE_DB: missing })).code, 0)
+    assert.equal((await runCli(['tokens', 'list'], { PLANT_STORE_DB: missing })).code, 0)
   })
 
   it('prints the usage and exits 0 for --help or -h after any command', async () => {

@@ -44,6 +44,11 @@ for (const store of testStores()) {
       'http://user:pw@example.com/',
       'http://example.com:0/hook',
       `https://example.com/${'a'.repeat(2030)}`,
+      // Typos the URL parser would repair into http://example.com/ or drop silently.
+      'http:///example.com/hook',
+      'http:example.com/hook',
+      'https:\\\\example.com/hook',
+      'https://example.com/hook#fragment',
     ]) {
       it(`refuses ${url.slice(0, 60)} with a usage error`, async () => {
         env = await serviceEnv(store)
@@ -58,9 +63,22 @@ for (const store of testStores()) {
       assert.equal((await cli('deliveries', '--limit', '0')).code, 2)
       assert.equal((await cli('deliveries', '--limit', 'x')).code, 2)
       assert.equal((await cli('frobnicate')).code, 2)
+      assert.equal((await cli('add', 'https://example.com/made-the-store')).code, 0)
       const empty = await cli('deliveries', '--json')
       assert.equal(empty.code, 0, empty.stderr)
       assert.deepEqual(JSON.parse(empty.stdout), [])
+    })
+
+    it('adds a second subscription to one URL (a secret rotation), and says so', async () => {
+      env = await serviceEnv(store)
+      const first = await cli('add', 'https://example.com/rotating')
+      const firstId = /(sub_\w+)/.exec(first.stderr)?.[1]
+      assert.ok(firstId, first.stderr)
+      assert.doesNotMatch(first.stderr, /note:/)
+      const second = await cli('add', 'https://example.com/rotating')
+      assert.equal(second.code, 0, second.stderr)
+      assert.match(second.stderr, new RegExp(`note: ${firstId} also sends to this URL`))
+      assert.equal(JSON.parse((await cli('list', '--json')).stdout).length, 2)
     })
   })
 }
