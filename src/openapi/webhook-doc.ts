@@ -16,7 +16,8 @@ export const newPlantWebhook = {
         'secret after `whsec_`, over `{webhook-id}.{webhook-timestamp}.{raw body}`; compare in constant time ' +
         'with each `v1,` entry of webhook-signature and reject timestamps more than 5 minutes away. Any 2xx ' +
         'acknowledges; anything else, a timeout or a connection error is retried with exponential backoff ' +
-        'and jitter for about 24 hours, then marked failed. Deduplicate on webhook-id.',
+        'and jitter for about 24 hours, then marked failed. Deduplicate on webhook-id. An event announces a ' +
+        'creation: a plant deleted before its event is delivered is still announced.',
       parameters: [
         {
           in: 'header',
