@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import { describe, it, type TestContext } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { freePort, runCli, testStores, waitFor } from '../helpers.js'
+import { request } from '../http-client.js'
 import { setupWebhooks } from './webhook-harness.js'
 
 for (const store of testStores()) {
@@ -119,6 +120,29 @@ for (const store of testStores()) {
       )
       assert.equal(row.attempts, 3)
       assert.equal(row.lastStatus, 204)
+    })
+
+    it('still announces a plant deleted before its event was delivered: the creation happened', async (t) => {
+      const ctx = await setup(t, { WEBHOOK_MAX_ATTEMPTS: '100' })
+      const receiver = await ctx.receiver()
+      let accept = false
+      receiver.answer = () => (accept ? 200 : 500)
+      await ctx.subscribe(receiver)
+      await ctx.start()
+      assert.equal((await ctx.post('{"id":11,"name":"Gone soon"}')).status, 200)
+      await waitFor('a first attempt refused', async () => receiver.received.length > 0 || undefined)
+      const url = `${ctx.service.url}/plants/11`
+      assert.equal((await request('DELETE', url, { token: ctx.token })).status, 204)
+      accept = true
+      const [row] = await waitFor('delivered after the delete', async () => {
+        const rows = await ctx.deliveries()
+        return rows[0]?.status === 'delivered' ? rows : undefined
+      })
+      assert.ok(row)
+      assert.equal(receiver.received.at(-1)?.body, '{"id":11,"name":"Gone soon"}')
+      assert.equal(receiver.received.at(-1)?.verifyError, null)
+      assert.deepEqual(new Set(receiver.ids), new Set([row.id]))
+      assert.equal((await request('GET', url, { token: ctx.token })).status, 404)
     })
 
     it('retries while the receiver is down and delivers once it is up', async (t) => {
