@@ -25,10 +25,12 @@
 ** Files other than databases and WALs are not wrapped at all.
 **
 ** Files: this one is the VFS and the extension's entry point; wal-file.c the buffered WAL;
-** db-file.c the database file and its barrier; wal-coalesce.h what they share.
+** db-file.c the database file and its barrier; discard-commit.c discard_last_commit(), which
+** takes back a commit whose WAL sync failed; wal-coalesce.h what they share.
 ** scripts/build-native.mjs compiles them into one library. Loading it once registers the shim as
 ** the default VFS of the process, wrapping the one that was the default; loading it on a
-** connection also gives that connection sync_database_file() (below), which the checkpointer uses.
+** connection also gives that connection sync_database_file() (below), which the checkpointer uses,
+** and discard_last_commit(), which the writer uses.
 */
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT1
@@ -129,6 +131,9 @@ int sqlite3_walcoalesce_init(sqlite3 *db, char **error, const sqlite3_api_routin
   /* Loading the library again on a connection gives that connection the function. */
   int rc = sqlite3_create_function(db, "sync_database_file", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY, 0,
                                    syncDatabaseFile, 0, 0);
+  if (rc != SQLITE_OK) return rc;
+  rc = sqlite3_create_function(db, "discard_last_commit", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY, 0,
+                               walcoalesce_discard_last_commit, 0, 0);
   if (rc != SQLITE_OK) return rc;
   /* The VFS outlives the connection that loaded it. */
   return SQLITE_OK_LOAD_PERMANENTLY;

@@ -27,6 +27,10 @@ struct WalFile {
   sqlite3_int64 start;      /* file offset of buffer[0] */
   int pageSize;             /* from the WAL header; 0 while unknown */
   sqlite3_int64 headerEnd;  /* where the last 24-byte write (a frame header) ended; -1 if none */
+  /* The commit frame this handle wrote last, for discard_last_commit(): where it ends (0 if none)
+  ** and its header as written, which names it (salts and checksums) among all others. */
+  sqlite3_int64 commitEnd;
+  unsigned char commitHeader[FRAME_HEADER_BYTES];
   /* the real VFS's file follows */
 };
 
@@ -47,6 +51,12 @@ extern sqlite3_vfs *walcoalesce_real_vfs;
 int walcoalesce_open_wal(sqlite3_filename name, sqlite3_file *file, int flags, int *outFlags);
 /* wal-file.c: writes a WAL's buffer out; it is empty afterwards whatever the outcome. */
 int walcoalesce_flush(WalFile *p);
+
+/* wal-file.c: whether `file` is a WAL this shim opened. */
+int walcoalesce_is_wal_file(const sqlite3_file *file);
+
+/* discard-commit.c: the SQL function discard_last_commit(). */
+void walcoalesce_discard_last_commit(sqlite3_context *context, int argc, sqlite3_value **argv);
 
 /* db-file.c: opens a main database through the real VFS and wraps it (xOpen's contract). */
 int walcoalesce_open_db(sqlite3_filename name, sqlite3_file *file, int flags, int *outFlags);

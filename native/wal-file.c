@@ -52,6 +52,13 @@ static int endsWithCommit(const WalFile *p) {
   return bigEndian32(p->buffer + (header - p->start) + 4) != 0;
 }
 
+/* Whether a 24-byte write at `offset` is a commit frame's header: a frame's place, a database size. */
+static int isCommitHeader(const WalFile *p, const void *data, sqlite3_int64 offset) {
+  if (p->pageSize == 0 || offset < WAL_HEADER_BYTES) return 0;
+  if ((offset - WAL_HEADER_BYTES) % (FRAME_HEADER_BYTES + (sqlite3_int64)p->pageSize) != 0) return 0;
+  return bigEndian32((const unsigned char *)data + 4) != 0;
+}
+
 static int walWrite(sqlite3_file *file, const void *data, int amount, sqlite3_int64 offset) {
   WalFile *p = (WalFile *)file;
   sqlite3_file *real = REAL_FILE(p);
@@ -61,6 +68,10 @@ static int walWrite(sqlite3_file *file, const void *data, int amount, sqlite3_in
   ** read from the file was stale, and the frame boundaries would be wrong. */
   if (offset == p->headerEnd && amount != p->pageSize) p->pageSize = validPageSize((unsigned int)amount);
   p->headerEnd = amount == FRAME_HEADER_BYTES ? offset + amount : -1;
+  if (amount == FRAME_HEADER_BYTES && isCommitHeader(p, data, offset)) {
+    p->commitEnd = offset + FRAME_HEADER_BYTES + p->pageSize;
+    memcpy(p->commitHeader, data, FRAME_HEADER_BYTES);
+  }
   if (p->used > 0 && (offset != p->start + p->used || p->used + amount > BUFFER_BYTES)) {
     rc = walcoalesce_flush(p);
     if (rc != SQLITE_OK) return rc;
@@ -163,6 +174,8 @@ static const sqlite3_io_methods walMethods = {
   0, /* xFetch */
   0, /* xUnfetch */
 };
+
+int walcoalesce_is_wal_file(const sqlite3_file *file) { return file->pMethods == &walMethods; }
 
 int walcoalesce_open_wal(sqlite3_filename name, sqlite3_file *file, int flags, int *outFlags) {
   WalFile *p = (WalFile *)file;

@@ -15,7 +15,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
 import { SqliteStorage } from '../../src/storage/sqlite/sqlite-storage.js'
-import { addDatabaseFileSync, loadWalCoalescing } from '../../src/storage/sqlite/wal-coalescing.js'
+import { addWalFunctions, loadWalCoalescing } from '../../src/storage/sqlite/wal-coalescing.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const childScript = path.join(here, 'wal-coalescing-crash-child.js')
@@ -168,14 +168,130 @@ describe('sqlite WAL write coalescing', () => {
     commitRandom(db, 200)
     // Only a connection that loaded the library has it (the shim itself is process-wide).
     assert.throws(() => db.prepare('SELECT sync_database_file()'), /no such function/)
-    assert.equal(addDatabaseFileSync(db, true), true)
+    assert.equal(addWalFunctions(db, true), true)
     db.pragma('wal_checkpoint(PASSIVE)')
     assert.equal(db.prepare('SELECT sync_database_file()').pluck().get(), null)
     // A database with no file has nothing to sync: the call fails rather than pretend.
     const memory = new Database(':memory:')
     open.push(memory)
-    assert.equal(addDatabaseFileSync(memory, true), true)
+    assert.equal(addWalFunctions(memory, true), true)
     assert.throws(() => memory.prepare('SELECT sync_database_file()').get(), /misuse/i)
+  })
+
+  describe('discard_last_commit(), for a commit whose WAL sync failed', () => {
+    /**
+     * The store's files as a crash would leave them (the WAL unchecked-pointed), opened where no
+     * connection of this process shares their wal-index: recovery reads the copied WAL alone.
+     */
+    function afterCrash(): Database.Database {
+      const copy = path.join(dir, `crash-${open.length}.db`)
+      fs.copyFileSync(file, copy)
+      fs.copyFileSync(`${file}-wal`, `${copy}-wal`)
+      const db = new Database(copy)
+      db.defaultSafeIntegers(true)
+      open.push(db)
+      return db
+    }
+    const discard = (db: Database.Database) => {
+      db.exec('BEGIN IMMEDIATE')
+      try {
+        return db.prepare('SELECT discard_last_commit()').pluck().get()
+      } finally {
+        db.exec('ROLLBACK')
+      }
+    }
+    const count = (db: Database.Database) => db.prepare('SELECT count(*) FROM plants').pluck().get()
+
+    it('leaves recovery without the last transaction, and with every one before it', () => {
+      const db = writer()
+      assert.equal(addWalFunctions(db, true), true)
+      const kept = [...commitRandom(db, 30), ...commitRandom(db, 1)]
+      const lost = commitRandom(db, 30)
+      assert.equal(discard(db), 1n)
+      const recovered = afterCrash()
+      assertAllVisible(recovered, kept, 31n)
+      const byId = recovered.prepare('SELECT 1 FROM plants WHERE id = ?').pluck()
+      assert.ok(lost.every((id) => byId.get(id) === undefined))
+      assert.equal(recovered.pragma('integrity_check', { simple: true }), 'ok')
+      assert.equal(discard(db), 0n, 'once only: the transaction before it was synced')
+    })
+
+    it('discards a transaction that spilled and rewrote frames, and one that began a new WAL', () => {
+      const db = writer(10)
+      assert.equal(addWalFunctions(db, true), true)
+      commitRandom(db, 50)
+      commitRandom(db, 2000)
+      assert.equal(discard(db), 1n)
+      assert.equal(count(afterCrash()), 50n)
+
+      // Discarded for this process too: a checkpoint now copies only what recovery keeps.
+      db.pragma('wal_checkpoint(RESTART)')
+      assert.equal(count(connect()), 50n)
+      commitRandom(db, 5) // starts the WAL over
+      assert.equal(discard(db), 1n)
+      assert.equal(count(afterCrash()), 50n, 'the checkpointed transactions stay')
+    })
+
+    it('is gone for every connection at once, and the WAL goes on after the last kept commit', () => {
+      const db = writer()
+      assert.equal(addWalFunctions(db, true), true)
+      const reader = connect()
+      const kept = commitRandom(db, 10)
+      assert.equal(count(reader), 10n)
+      commitRandom(db, 20)
+      assert.equal(count(reader), 30n)
+      assert.equal(discard(db), 1n)
+      // The wal-index was rebuilt from the WAL on disk: nobody reads the discarded commit again.
+      assert.equal(count(reader), 10n)
+      const later = commitRandom(writer(), 7)
+      assertAllVisible(afterCrash(), [...kept, ...later], 17n)
+      db.pragma('wal_checkpoint(TRUNCATE)')
+      assertAllVisible(connect(), [...kept, ...later], 17n)
+      assert.equal(db.pragma('integrity_check', { simple: true }), 'ok')
+    })
+
+    it('answers -1 and changes nothing once a checkpoint has copied the transaction', () => {
+      const db = writer()
+      assert.equal(addWalFunctions(db, true), true)
+      commitRandom(db, 10)
+      commitRandom(db, 20)
+      connect().pragma('wal_checkpoint(PASSIVE)')
+      assert.equal(discard(db), -1n)
+      assert.equal(count(afterCrash()), 30n)
+      assert.equal(count(connect()), 30n)
+    })
+
+    it('refuses to run outside a write transaction', () => {
+      const db = writer()
+      assert.equal(addWalFunctions(db, true), true)
+      commitRandom(db, 1)
+      assert.throws(() => db.prepare('SELECT discard_last_commit()').get(), /BEGIN IMMEDIATE/)
+      assert.equal(count(connect()), 1n)
+    })
+
+    it('leaves a transaction alone that another connection committed after', () => {
+      const db = writer()
+      assert.equal(addWalFunctions(db, true), true)
+      commitRandom(db, 3)
+      commitRandom(writer(), 4)
+      assert.equal(discard(db), 0n)
+      assert.equal(count(afterCrash()), 7n)
+    })
+
+    it("never takes another connection's frames for its own after a rollback left some behind", () => {
+      const db = writer(10)
+      assert.equal(addWalFunctions(db, true), true)
+      commitRandom(db, 3)
+      // A transaction that spilled frames into the WAL, then rolled back: they stay in the file.
+      db.exec('BEGIN')
+      const insert = db.prepare('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?)')
+      for (let i = 0; i < 2000; i++) insert.run(randomId(), 'rolled back', 'green')
+      db.exec('ROLLBACK')
+      commitRandom(writer(), 4) // over the rolled-back frames
+      commitRandom(db, 5)
+      assert.equal(discard(db), 1n)
+      assert.equal(count(afterCrash()), 7n, "the other connection's commit stays, this one's goes")
+    })
   })
 
   it('commits a transaction larger than the page cache whole, its spilled frames rewritten in place', () => {

@@ -6,7 +6,7 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import type { CheckpointerOptions } from './checkpointer.js'
 import { openSqliteDatabase } from './database.js'
-import { addDatabaseFileSync } from './wal-coalescing.js'
+import { addWalFunctions } from './wal-coalescing.js'
 
 /**
  * Main → checkpointer. PASSIVE copies what it can while writes go on; RESTART, asked while the
@@ -28,7 +28,7 @@ function serve(port: NonNullable<typeof parentPort>, options: CheckpointerOption
   const db = openSqliteDatabase({ ...options, busyTimeoutMs: RESTART_WAIT_MS }, 'checkpointer')
   // SQLite syncs the database file after a checkpoint only if no commit landed while it copied;
   // under steady writes the copied pages would wait for the RESTART, inside the writes' hold.
-  const syncDatabaseFile = addDatabaseFileSync(db, options.coalesceWalWrites ?? true)
+  const syncDatabaseFile = addWalFunctions(db, options.coalesceWalWrites ?? true)
     ? db.prepare('SELECT sync_database_file()')
     : undefined
   type Result = { log: number; checkpointed: number }

@@ -51,13 +51,13 @@ function load(): WalCoalescing {
 }
 
 /**
- * Gives `db` the library's `sync_database_file()` (see native/wal-coalesce.c) when wanted and the
- * library loads; returns whether it did. Loading it on `db` registers the shim as well, which in
- * the checkpointer thread, where this runs, the store's own loadWalCoalescing has already done.
- * Without it the checkpointer leaves the database file's sync to SQLite, which is only slower: the
- * RESTART's hold is longer.
+ * Gives `db` the library's SQL functions (see native/wal-coalesce.c) when wanted and the library
+ * loads; returns whether it did. Loading it on `db` registers the shim as well, which the store's
+ * own loadWalCoalescing has already done. `sync_database_file()`: without it the checkpointer
+ * leaves the database file's sync to SQLite, which is only slower (the RESTART's hold is longer).
+ * `discard_last_commit()`: without it a commit whose WAL sync failed may be there after a restart.
  */
-export function addDatabaseFileSync(db: Database.Database, wanted: boolean): boolean {
+export function addWalFunctions(db: Database.Database, wanted: boolean): boolean {
   if (!wanted) return false
   try {
     db.loadExtension(libraryPath())
