@@ -410,12 +410,20 @@ describe('sqlite group commit', () => {
       assert.equal(result.status, 'rejected', 'a write whose sync failed is never acknowledged')
       const reason = (result as PromiseRejectedResult).reason
       assert.ok(reason instanceof StoreUnavailableError)
-      assert.match(reason.message, /could not be synced \(EIO/)
+      assert.match(
+        reason.message,
+        /could not be synced; its commit is discarded: none of its writes is kept \(EIO/,
+      )
     }
     assert.equal(await readPlant(store, 2n), undefined, 'reads stay on the last durable state')
     assert.deepEqual(await readPlant(store, 1n), plant(1n, 'before'))
     await assert.rejects(create(store, plant(4n, 'later')), StoreUnavailableError)
     await assert.rejects(store.ping(), StoreUnavailableError)
+    // Closing checkpoints the WAL into the database file: the discarded commit is not in it.
+    await store.close()
+    const ids = withConnection((db) => db.prepare('SELECT id FROM plants ORDER BY id').pluck().all())
+    assert.deepEqual(ids, [1n])
+    assert.equal(fs.existsSync(`${file}-wal`), false, 'the last connection checkpointed and removed the WAL')
   })
 
   it('checkpoints in its own thread and reuses the WAL from its start under steady writes', async () => {

@@ -28,6 +28,7 @@ import {
   openSqliteDatabase,
   type SqliteOptions,
 } from './database.js'
+import { CommitDiscarder } from './commit-discarder.js'
 import { StoreFiles } from './store-files.js'
 import { WalRecycler } from './wal-recycler.js'
 import { prepareWriteOps, type WriteOp } from './write-ops.js'
@@ -113,6 +114,8 @@ export class GroupCommitWriter {
   private readonly ops
   private readonly control
   private readonly walFd: number | undefined
+  /** Takes back a commit whose WAL sync failed (only with `synchronous: 'full'`, which syncs). */
+  private readonly discarder: CommitDiscarder | undefined
   private readonly recycler: WalRecycler
   private readonly maxBatch: number
   private readonly busyTimeoutMs: number
@@ -157,7 +160,10 @@ export class GroupCommitWriter {
     }
     // Reading the schema makes SQLite create the WAL (and the shared memory) if they do not exist yet.
     db.prepare('SELECT count(*) FROM sqlite_schema').get()
-    if (options.synchronous === 'full') this.walFd = openWal(options.path)
+    if (options.synchronous === 'full') {
+      this.walFd = openWal(options.path)
+      this.discarder = new CommitDiscarder(db, options.coalesceWalWrites ?? true)
+    }
     this.files = new StoreFiles(options.path)
     this.recycler = new WalRecycler(options, {
       batchActive: () => this.active,
@@ -331,7 +337,7 @@ export class GroupCommitWriter {
     }
     this.syncFile(this.walFd, (error) => {
       if (error) {
-        this.broke('the SQLite WAL could not be synced', error, batch)
+        this.syncFailed(batch, error)
         return
       }
       if (!this.checkFiles(batch)) return
@@ -370,6 +376,27 @@ export class GroupCommitWriter {
    * store refuses writes until the process restarts and SQLite recovers the WAL from the disk.
    */
   private broke(what: string, error: Error, batch: Queued[]): void {
+    this.fail(batch, this.refuseWrites(what, error))
+  }
+
+  /**
+   * The batch's commit is in the WAL but not known to be on disk, and its requests are about to
+   * hear 503: it is discarded first, so that neither a restart nor a checkpoint keeps it. Writes
+   * are refused from now on; those queued behind it were never run and hear so at once.
+   */
+  private syncFailed(batch: Queued[], error: Error): void {
+    const what = 'the SQLite WAL could not be synced'
+    if (!this.discarder) return this.broke(what, error, batch)
+    this.refuseWrites(what, error)
+    this.discarder.discardLast((outcome) => {
+      const fate = outcome.discarded
+        ? 'its commit is discarded: none of its writes is kept'
+        : `its commit could not be discarded (${outcome.why}): its writes may be there after a restart`
+      this.fail(batch, this.refuseWrites(`${what}; ${fate}`, error))
+    })
+  }
+
+  private refuseWrites(what: string, error: Error): StoreUnavailableError {
     this.broken = new StoreUnavailableError(`${what} (${error.message}); restart the service to recover`, {
       cause: error,
     })
@@ -377,7 +404,8 @@ export class GroupCommitWriter {
     this.snapshot.freeze()
     const waiting = this.queue
     this.queue = []
-    this.fail([...batch, ...waiting], this.broken)
+    for (const request of waiting) request.reject(this.broken)
+    return this.broken
   }
 
   private batchDone(): void {

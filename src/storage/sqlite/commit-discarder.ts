@@ -1,0 +1,71 @@
+/**
+ * Takes back a commit whose WAL sync failed, so that the requests answered with an error for it
+ * stored nothing. The writer commits with SQLite's syncs off and syncs the WAL itself
+ * (`group-commit.ts`); when that sync fails, the transaction is already in the WAL and in the
+ * kernel's page cache, and without this a restart, or the checkpoint a clean close runs, kept it
+ * (the sync-failure test found all 40 refused creates stored, after SIGTERM and after SIGKILL
+ * alike). `discard_last_commit()` in `native/discard-commit.c` cuts the WAL's valid log just
+ * before the transaction, for every later recovery and every connection on the file.
+ */
+import type Database from 'better-sqlite3'
+import { addWalFunctions } from './wal-coalescing.js'
+
+/** What became of the commit, as its requests' error message tells it. */
+export type DiscardOutcome = { discarded: true } | { discarded: false; why: string }
+
+/** Pauses between tries while a checkpoint, or another process's write, holds a lock it needs. */
+const RETRY_MS = 5
+/** How long it keeps trying before it gives up; a checkpoint of a long WAL can take seconds. */
+const GIVE_UP_AFTER_MS = 10_000
+
+const isBusy = (error: unknown) => String((error as { code?: unknown }).code).startsWith('SQLITE_BUSY')
+
+export class CommitDiscarder {
+  private readonly begin
+  private readonly rollback
+  private readonly discard
+
+  /** `available` false (or the library not loading) leaves nothing to discard with. */
+  constructor(
+    private readonly db: Database.Database,
+    available: boolean,
+  ) {
+    this.begin = db.prepare('BEGIN IMMEDIATE')
+    this.rollback = db.prepare('ROLLBACK')
+    this.discard = addWalFunctions(db, available)
+      ? db.prepare('SELECT discard_last_commit()').pluck()
+      : undefined
+  }
+
+  /**
+   * Discards the last commit of the connection, if it is still the last in the WAL and no
+   * checkpoint has copied it; `done` hears what became of it. Locks held by a checkpoint or by
+   * another process's write are waited for on timers, never on the event loop.
+   */
+  discardLast(done: (outcome: DiscardOutcome) => void, since = Date.now()): void {
+    if (!this.discard) {
+      done({ discarded: false, why: 'the wal-coalesce library, which discards it, is not loaded' })
+      return
+    }
+    let answer: number
+    try {
+      this.begin.run()
+      try {
+        answer = Number(this.discard.get())
+      } finally {
+        this.rollback.run()
+      }
+    } catch (error) {
+      if (isBusy(error) && Date.now() - since < GIVE_UP_AFTER_MS) {
+        setTimeout(() => this.discardLast(done, since), RETRY_MS)
+        return
+      }
+      done({ discarded: false, why: `discarding it failed: ${(error as Error).message}` })
+      return
+    }
+    if (answer === 1) done({ discarded: true })
+    else if (answer === -1)
+      done({ discarded: false, why: 'a checkpoint had already copied it into the database file' })
+    else done({ discarded: false, why: 'another connection committed after it' })
+  }
+}
