@@ -44,7 +44,7 @@ Decisions where the seed description says "not shown":
   another expectation is a 417. A query string with bad percent-encoding is a 400 on every known route.
 - **Durability**: a 200 is sent only after the plant is committed to disk. A create answered with
   an error stores nothing; on SQLite, when the disk fails the sync of a batch's commit, that commit is
-  taken back before its 503s are sent, unless the 503's message says it could not be.
+  taken back before its 503s are sent (the service's log says whether it could be).
 - **Pipelining**: requests pipelined on one HTTP/1.1 connection are handled one after the other, in
   the order sent, and answered in that order.
 - **Read, list, delete and webhooks** come from the fuller public sample this seed was trimmed from.
