@@ -64,4 +64,25 @@ describe('POST /plants when the WAL sync of a batch fails (sqlite)', () => {
       }
     })
   }
+
+  it('says in its log, without the WAL library, that the refused batch may be there after a restart', async () => {
+    const env = await serviceEnv('sqlite', { SQLITE_WAL_COALESCE: 'false' })
+    const token = await createToken(env, 'sync-failure')
+    const failing = await spawnService({ ...env, NODE_OPTIONS: `--import ${preload}` })
+    try {
+      fs.writeFileSync(`${env.PLANT_STORE_DB}.fail-sync`, '')
+      const answer = await request('POST', `${failing.url}/plants`, {
+        token,
+        body: { id: 1, name: 'refused' },
+      })
+      assert.equal(answer.status, 503, answer.text)
+      assert.equal(answer.json.code, 'STORE_UNAVAILABLE')
+      assert.match(
+        failing.output(),
+        /its commit could not be discarded \(the wal-coalesce library, which discards it, is not loaded\): its writes may be there after a restart/,
+      )
+    } finally {
+      await stopService(failing)
+    }
+  })
 })
