@@ -14,23 +14,34 @@
 ** it from the WAL on disk first, and any checkpoint reads it first. Frames after the transaction
 ** would chain through it and be lost with it, so it must be the last in the WAL.
 **
-** The caller holds the write lock (BEGIN IMMEDIATE), so nobody appends meanwhile. The function
-** takes the checkpoint lock, so no checkpoint is copying the WAL while it looks, and gives it back
-** on return. It answers:
+** It runs with no transaction open on its connection (a SELECT of no table opens none) and takes,
+** all at once and without waiting, the write lock (nobody appends), the checkpoint lock (no
+** checkpoint copies) and every reader's lock but the one for readers of the database file alone:
+** a reader on a snapshot that holds the transaction would otherwise read frames that the next
+** writer, appending after the shortened log, overwrites. A reader's lock does not tell its snapshot
+** (SQLite lets a reader share an older mark when all are taken), so every one must be free. It
+** gives them all back on return. Because SQLite commits a transaction of its own only through its
+** own locks, nothing can be written on this connection while it runs. It answers:
 **    1  discarded (and the WAL synced);
 **    0  nothing to discard: the last commit in the WAL is not one this connection wrote (another
 **       connection committed after it), or it was discarded already;
-**   -1  too late: a checkpoint has already copied some of it into the database file.
-** SQLITE_BUSY while a checkpoint runs (try again); an I/O error if the WAL could not be read,
-** written or synced.
+**   -1  too late: a checkpoint has copied, or begun to copy, some of it into the database file
+**       (a checkpoint records how far it means to copy before it writes a page: nBackfillAttempted).
+** SQLITE_BUSY while a lock is held elsewhere (try again); an I/O error if the WAL could not be
+** read, written or synced.
 */
 #include <string.h>
 #include "wal-coalesce.h"
 
-#define WAL_CKPT_LOCK 1           /* the checkpointer's lock slot in the wal-index */
+/* Lock slots of the wal-index: write, checkpoint, recover, then readers 0 to 4. Reader 0 reads
+** the database file alone; readers 1 to 4 read the WAL. */
+#define WAL_WRITE_LOCK 0
+#define WAL_READ_LOCK_1 4
+#define WAL_WAL_READERS 4
 #define INDEX_HEADER_BYTES 48     /* one copy of the wal-index header; two are kept */
 #define INDEX_IS_INIT 12          /* offset of isInit in a copy */
 #define INDEX_BACKFILL 96         /* nBackfill, the first field after the two copies */
+#define INDEX_BACKFILL_ATTEMPTED 128 /* nBackfillAttempted, after the read marks and lock bytes */
 
 static unsigned int get32(const unsigned char *p, int bigEndian) {
   if (bigEndian) return ((unsigned int)p[0] << 24) | ((unsigned int)p[1] << 16) | ((unsigned int)p[2] << 8) | p[3];
@@ -107,7 +118,7 @@ static int discard(WalFile *wal, sqlite3_file *db, int *outcome) {
   volatile unsigned char *index = 0;
   unsigned char salt[4];
   ValidLog log;
-  unsigned int backfilled;
+  unsigned int backfilled, attempted;
   int rc;
   *outcome = 0;
   rc = readValidLog(file, &log);
@@ -119,8 +130,11 @@ static int discard(WalFile *wal, sqlite3_file *db, int *outcome) {
   rc = db->pMethods->xShmMap(db, 0, 32768, 0, (void volatile **)&index);
   if (rc != SQLITE_OK) return rc;
   if (index == 0) return SQLITE_IOERR_SHMMAP;
-  /* Frames [1, nBackfill] are in the database file; the transaction starts at previousEnd. */
+  /* Frames [1, nBackfill] are in the database file, and a checkpoint that failed or died may
+  ** have written any of [1, nBackfillAttempted]; the transaction starts at previousEnd. */
   memcpy(&backfilled, (const void *)(index + INDEX_BACKFILL), sizeof(backfilled));
+  memcpy(&attempted, (const void *)(index + INDEX_BACKFILL_ATTEMPTED), sizeof(attempted));
+  if (attempted > backfilled) backfilled = attempted;
   if ((sqlite3_int64)backfilled * (FRAME_HEADER_BYTES + log.pageSize) + WAL_HEADER_BYTES > log.previousEnd) {
     *outcome = -1;
     return SQLITE_OK;
@@ -148,8 +162,8 @@ void walcoalesce_discard_last_commit(sqlite3_context *context, int argc, sqlite3
   int rc, outcome = 0;
   (void)argc;
   (void)argv;
-  if (sqlite3_txn_state(connection, "main") != SQLITE_TXN_WRITE) {
-    sqlite3_result_error(context, "discard_last_commit() must run inside BEGIN IMMEDIATE", -1);
+  if (sqlite3_txn_state(connection, "main") != SQLITE_TXN_NONE) {
+    sqlite3_result_error(context, "discard_last_commit() must run with no transaction open", -1);
     sqlite3_result_error_code(context, SQLITE_MISUSE);
     return;
   }
@@ -163,10 +177,16 @@ void walcoalesce_discard_last_commit(sqlite3_context *context, int argc, sqlite3
   rc = walcoalesce_flush((WalFile *)walFile);
   realDb = REAL_DB_FILE(dbFile);
   if (rc == SQLITE_OK) {
-    rc = realDb->pMethods->xShmLock(realDb, WAL_CKPT_LOCK, 1, SQLITE_SHM_LOCK | SQLITE_SHM_EXCLUSIVE);
+    const int exclusive = SQLITE_SHM_EXCLUSIVE;
+    /* The write and checkpoint locks (slots 0 and 1), then the WAL's readers (4 to 7). */
+    rc = realDb->pMethods->xShmLock(realDb, WAL_WRITE_LOCK, 2, SQLITE_SHM_LOCK | exclusive);
     if (rc == SQLITE_OK) {
-      rc = discard((WalFile *)walFile, realDb, &outcome);
-      realDb->pMethods->xShmLock(realDb, WAL_CKPT_LOCK, 1, SQLITE_SHM_UNLOCK | SQLITE_SHM_EXCLUSIVE);
+      rc = realDb->pMethods->xShmLock(realDb, WAL_READ_LOCK_1, WAL_WAL_READERS, SQLITE_SHM_LOCK | exclusive);
+      if (rc == SQLITE_OK) {
+        rc = discard((WalFile *)walFile, realDb, &outcome);
+        realDb->pMethods->xShmLock(realDb, WAL_READ_LOCK_1, WAL_WAL_READERS, SQLITE_SHM_UNLOCK | exclusive);
+      }
+      realDb->pMethods->xShmLock(realDb, WAL_WRITE_LOCK, 2, SQLITE_SHM_UNLOCK | exclusive);
     }
   }
   if (rc == SQLITE_OK) sqlite3_result_int(context, outcome);

@@ -31,6 +31,7 @@ struct WalFile {
   ** and its header as written, which names it (salts and checksums) among all others. */
   sqlite3_int64 commitEnd;
   unsigned char commitHeader[FRAME_HEADER_BYTES];
+  sqlite3_int64 commitPageAt; /* where that frame's page goes, while the page size is unknown; else -1 */
   /* the real VFS's file follows */
 };
 

@@ -68,8 +68,17 @@ static int walWrite(sqlite3_file *file, const void *data, int amount, sqlite3_in
   ** read from the file was stale, and the frame boundaries would be wrong. */
   if (offset == p->headerEnd && amount != p->pageSize) p->pageSize = validPageSize((unsigned int)amount);
   p->headerEnd = amount == FRAME_HEADER_BYTES ? offset + amount : -1;
+  if (offset == p->commitPageAt) p->commitEnd = offset + amount;
+  p->commitPageAt = -1;
   if (amount == FRAME_HEADER_BYTES && isCommitHeader(p, data, offset)) {
     p->commitEnd = offset + FRAME_HEADER_BYTES + p->pageSize;
+    memcpy(p->commitHeader, data, FRAME_HEADER_BYTES);
+  } else if (amount == FRAME_HEADER_BYTES && p->pageSize == 0 && offset >= WAL_HEADER_BYTES &&
+             bigEndian32((const unsigned char *)data + 4) != 0) {
+    /* A commit frame's header in a WAL whose header another connection wrote: its end is known
+    ** once its page follows, which also tells the page size. */
+    p->commitEnd = 0;
+    p->commitPageAt = offset + FRAME_HEADER_BYTES;
     memcpy(p->commitHeader, data, FRAME_HEADER_BYTES);
   }
   if (p->used > 0 && (offset != p->start + p->used || p->used + amount > BUFFER_BYTES)) {
@@ -186,6 +195,7 @@ int walcoalesce_open_wal(sqlite3_filename name, sqlite3_file *file, int flags, i
   int rc;
   memset(p, 0, sizeof(*p));
   p->headerEnd = -1;
+  p->commitPageAt = -1;
   rc = walcoalesce_real_vfs->xOpen(walcoalesce_real_vfs, name, real, flags, outFlags);
   if (rc != SQLITE_OK || real->pMethods == 0) {
     file->pMethods = 0;

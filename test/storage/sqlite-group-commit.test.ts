@@ -379,19 +379,52 @@ describe('sqlite group commit', () => {
     assert.deepEqual(await pending, { kind: 'created' })
   })
 
-  it('lets reads that wait for a release go on when the sync fails instead', async () => {
+  it('lets reads that wait for a release go on when the sync fails instead, on what the file holds', async () => {
     const failing: Array<() => void> = []
     const failed: SyncFile = (_fd, done) =>
       failing.push(() => done(Object.assign(new Error('EIO'), { code: 'EIO' })))
     const store = open({}, failed)
     const other = open()
-    const pending = create(store, plant(1n, 'lost'))
+    const pending = create(store, plant(1n, 'kept'))
     await until(() => failing.length === 1)
     assert.deepEqual(await create(other, plant(2n, 'elsewhere')), { kind: 'created' })
     const reading = readPlant(store, 1n)
     failing.shift()?.()
-    await assert.rejects(pending, StoreUnavailableError)
-    assert.equal(await reading, undefined, 'answered, from the last snapshot known to be durable')
+    // Another connection committed after it, so the commit stays (a restart would find it too),
+    // and the reads that waited show the file as it is: that commit, and the other's.
+    await assert.rejects(
+      pending,
+      /its commit could not be discarded \(another connection committed after it\)/,
+    )
+    assert.deepEqual(await reading, plant(1n, 'kept'))
+    assert.deepEqual(await readPlant(store, 2n), plant(2n, 'elsewhere'))
+  })
+
+  it('makes reads wait while it takes back a failed commit, then shows the store without it', async () => {
+    const failing: Array<() => void> = []
+    const failed: SyncFile = (_fd, done) =>
+      failing.push(() => done(Object.assign(new Error('EIO'), { code: 'EIO' })))
+    const store = open({}, failed)
+    const other = open()
+    assert.deepEqual(await create(other, plant(1n, 'acknowledged')), { kind: 'created' })
+    const pending = create(store, plant(2n, 'refused'))
+    await until(() => failing.length === 1)
+    // Another connection on a snapshot that holds the commit: the discard waits for it to end.
+    const reader = new Database(file)
+    reader.exec('BEGIN')
+    assert.equal(reader.prepare('SELECT count(*) FROM plants').pluck().get(), 2)
+    failing.shift()?.()
+    let read: unknown = 'not yet'
+    void readPlant(store, 1n).then((found) => (read = found))
+    await sleep(50)
+    assert.equal(read, 'not yet', 'a read waits while the commit is being taken back')
+    reader.exec('COMMIT')
+    reader.close()
+    await assert.rejects(pending, /its commit is discarded: none of its writes is kept/)
+    await until(() => read !== 'not yet')
+    assert.deepEqual(read, plant(1n, 'acknowledged'))
+    assert.equal(await readPlant(store, 2n), undefined)
+    assert.equal(await readPlant(other, 2n), undefined, 'gone for every connection on the file')
   })
 
   it('refuses every write after a failed WAL sync and reports unhealthy, without hanging', async () => {

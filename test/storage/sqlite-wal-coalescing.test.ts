@@ -192,14 +192,7 @@ describe('sqlite WAL write coalescing', () => {
       open.push(db)
       return db
     }
-    const discard = (db: Database.Database) => {
-      db.exec('BEGIN IMMEDIATE')
-      try {
-        return db.prepare('SELECT discard_last_commit()').pluck().get()
-      } finally {
-        db.exec('ROLLBACK')
-      }
-    }
+    const discard = (db: Database.Database) => db.prepare('SELECT discard_last_commit()').pluck().get()
     const count = (db: Database.Database) => db.prepare('SELECT count(*) FROM plants').pluck().get()
 
     it('leaves recovery without the last transaction, and with every one before it', () => {
@@ -261,12 +254,64 @@ describe('sqlite WAL write coalescing', () => {
       assert.equal(count(connect()), 30n)
     })
 
-    it('refuses to run outside a write transaction', () => {
+    it('refuses to run inside a transaction, where a later commit would chain through what it cut', () => {
       const db = writer()
       assert.equal(addWalFunctions(db, true), true)
       commitRandom(db, 1)
-      assert.throws(() => db.prepare('SELECT discard_last_commit()').get(), /BEGIN IMMEDIATE/)
+      db.exec('BEGIN IMMEDIATE')
+      assert.throws(() => discard(db), /no transaction open/)
+      db.exec('ROLLBACK')
       assert.equal(count(connect()), 1n)
+    })
+
+    it('waits (SQLITE_BUSY) while a reader holds a snapshot, since the next writer would overwrite what it reads', () => {
+      const db = writer()
+      assert.equal(addWalFunctions(db, true), true)
+      commitRandom(db, 10)
+      commitRandom(db, 20)
+      const reader = connect()
+      reader.exec('BEGIN')
+      assert.equal(count(reader), 30n)
+      assert.throws(() => discard(db), { code: 'SQLITE_BUSY' })
+      assert.equal(count(reader), 30n, 'the reader keeps its snapshot, whole')
+      reader.exec('COMMIT')
+      assert.equal(discard(db), 1n)
+      assert.equal(count(reader), 10n)
+    })
+
+    it('answers -1 when a checkpoint began copying the transaction and never finished', () => {
+      const db = writer()
+      assert.equal(addWalFunctions(db, true), true)
+      commitRandom(db, 10)
+      commitRandom(db, 20)
+      // What a checkpoint that died or failed mid-copy leaves in the wal-index: it records how far
+      // it means to copy (nBackfillAttempted, offset 128) before it writes a page, and how far it
+      // got (nBackfill, offset 96) only at the end. Some of its pages may be in the database file.
+      const shm = fs.openSync(`${file}-shm`, 'r+')
+      const attempted = Buffer.alloc(4)
+      attempted.writeUInt32LE(fs.statSync(`${file}-wal`).size) // more frames than the WAL holds
+      fs.writeSync(shm, attempted, 0, 4, 128)
+      fs.closeSync(shm)
+      assert.equal(discard(db), -1n)
+      assert.equal(count(afterCrash()), 30n)
+    })
+
+    it('knows its commit in a WAL whose header another connection wrote', () => {
+      const setup = writer()
+      commitRandom(setup, 5)
+      setup.pragma('wal_checkpoint(TRUNCATE)') // the WAL is empty when the next one opens it
+      const db = writer()
+      assert.equal(addWalFunctions(db, true), true)
+      assert.equal(count(db), 5n)
+      commitRandom(writer(), 1) // writes the WAL's header: db never sees the page size in it
+      db.prepare("UPDATE plants SET name = 'discarded' WHERE rowid = (SELECT min(rowid) FROM plants)").run()
+      assert.equal(discard(db), 1n)
+      const recovered = afterCrash()
+      assert.equal(count(recovered), 6n)
+      assert.equal(
+        recovered.prepare("SELECT count(*) FROM plants WHERE name = 'discarded'").pluck().get(),
+        0n,
+      )
     })
 
     it('leaves a transaction alone that another connection committed after', () => {

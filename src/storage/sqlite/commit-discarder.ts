@@ -13,7 +13,7 @@ import { addWalFunctions } from './wal-coalescing.js'
 /** What became of the commit, as its requests' error message tells it. */
 export type DiscardOutcome = { discarded: true } | { discarded: false; why: string }
 
-/** Pauses between tries while a checkpoint, or another process's write, holds a lock it needs. */
+/** Pauses between tries while a checkpoint, a reader or another process's write holds a lock it needs. */
 const RETRY_MS = 5
 /** How long it keeps trying before it gives up; a checkpoint of a long WAL can take seconds. */
 const GIVE_UP_AFTER_MS = 10_000
@@ -21,17 +21,10 @@ const GIVE_UP_AFTER_MS = 10_000
 const isBusy = (error: unknown) => String((error as { code?: unknown }).code).startsWith('SQLITE_BUSY')
 
 export class CommitDiscarder {
-  private readonly begin
-  private readonly rollback
   private readonly discard
 
   /** `available` false (or the library not loading) leaves nothing to discard with. */
-  constructor(
-    private readonly db: Database.Database,
-    available: boolean,
-  ) {
-    this.begin = db.prepare('BEGIN IMMEDIATE')
-    this.rollback = db.prepare('ROLLBACK')
+  constructor(db: Database.Database, available: boolean) {
     this.discard = addWalFunctions(db, available)
       ? db.prepare('SELECT discard_last_commit()').pluck()
       : undefined
@@ -39,8 +32,10 @@ export class CommitDiscarder {
 
   /**
    * Discards the last commit of the connection, if it is still the last in the WAL and no
-   * checkpoint has copied it; `done` hears what became of it. Locks held by a checkpoint or by
-   * another process's write are waited for on timers, never on the event loop.
+   * checkpoint has copied it; `done` hears what became of it. The function needs every lock of
+   * the WAL but that of readers of the database file alone, the readers' included, so this
+   * process's read connection must hold no snapshot meanwhile. Locks held by a checkpoint, by
+   * another process's write or by a reader are waited for on timers, never on the event loop.
    */
   discardLast(done: (outcome: DiscardOutcome) => void, since = Date.now()): void {
     if (!this.discard) {
@@ -49,12 +44,7 @@ export class CommitDiscarder {
     }
     let answer: number
     try {
-      this.begin.run()
-      try {
-        answer = Number(this.discard.get())
-      } finally {
-        this.rollback.run()
-      }
+      answer = Number(this.discard.get())
     } catch (error) {
       if (isBusy(error) && Date.now() - since < GIVE_UP_AFTER_MS) {
         setTimeout(() => this.discardLast(done, since), RETRY_MS)

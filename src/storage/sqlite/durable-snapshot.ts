@@ -23,6 +23,8 @@ export class DurableSnapshot implements SnapshotHold {
   private waiting: Array<() => void> = []
   /** No release will come (the writer broke): reads stay on the held snapshot without waiting. */
   private frozen = false
+  /** Reads wait for this while the writer takes a commit back (`suspend`). */
+  private suspended: { until: Promise<void>; resume: () => void } | undefined
 
   constructor(
     private readonly db: Database.Database,
@@ -52,10 +54,32 @@ export class DurableSnapshot implements SnapshotHold {
   }
 
   /**
+   * Ends the held snapshot and makes reads wait until `resume`: the writer is taking back a commit
+   * whose sync failed, which needs every reader of the WAL gone, and until it is done the newest
+   * snapshot would show that commit.
+   */
+  suspend(): void {
+    if (this.db.inTransaction) this.end.run()
+    if (this.suspended) return
+    let resume = () => {}
+    const until = new Promise<void>((resolve) => (resume = resolve))
+    this.suspended = { until, resume }
+  }
+
+  /** Reads go on, on the newest snapshot (the writer broke: it takes no more holds). */
+  resume(): void {
+    const suspended = this.suspended
+    this.suspended = undefined
+    suspended?.resume()
+    this.wake()
+  }
+
+  /**
    * Undefined when a read may run now; otherwise a promise that resolves once it may. Waiters
    * resume in the release's own turn of the event loop, before the writer can take another hold.
    */
   ready(): Promise<void> | undefined {
+    if (this.suspended) return this.suspended.until
     if (!this.db.inTransaction || this.frozen) return undefined
     if (this.othersVersion() === this.versionAtHold) return undefined
     return new Promise((resolve) => this.waiting.push(resolve))

@@ -55,6 +55,10 @@ export interface SnapshotHold {
   release(): void
   /** The writer broke: what it committed since the hold may not be on disk, and stays unshown. */
   freeze(): void
+  /** Ends the hold and makes reads wait: a commit is being taken back (see syncFailed). */
+  suspend(): void
+  /** Reads go on, on the newest snapshot. */
+  resume(): void
 }
 
 /** How the WAL is synced; a test replaces it to make a sync fail. */
@@ -376,7 +380,10 @@ export class GroupCommitWriter {
    * store refuses writes until the process restarts and SQLite recovers the WAL from the disk.
    */
   private broke(what: string, error: Error, batch: Queued[]): void {
-    this.fail(batch, this.refuseWrites(what, error))
+    const refused = this.refuseWrites(what, error)
+    // The read connection stays on the last snapshot known to be durable.
+    this.snapshot.freeze()
+    this.fail(batch, refused)
   }
 
   /**
@@ -388,7 +395,11 @@ export class GroupCommitWriter {
     const what = 'the SQLite WAL could not be synced'
     if (!this.discarder) return this.broke(what, error, batch)
     this.refuseWrites(what, error)
+    // Reads wait until it is done, then show what is there: without the commit once discarded,
+    // with it otherwise, as a restart would.
+    this.snapshot.suspend()
     this.discarder.discardLast((outcome) => {
+      this.snapshot.resume()
       const fate = outcome.discarded
         ? 'its commit is discarded: none of its writes is kept'
         : `its commit could not be discarded (${outcome.why}): its writes may be there after a restart`
@@ -400,8 +411,6 @@ export class GroupCommitWriter {
     this.broken = new StoreUnavailableError(`${what} (${error.message}); restart the service to recover`, {
       cause: error,
     })
-    // The read connection stays on the last snapshot known to be durable.
-    this.snapshot.freeze()
     const waiting = this.queue
     this.queue = []
     for (const request of waiting) request.reject(this.broken)
