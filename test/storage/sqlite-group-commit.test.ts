@@ -43,6 +43,12 @@ function withConnection<T>(work: (db: Database.Database) => T): T {
 const storedIds = (ids: bigint[]) =>
   withConnection((db) => ids.filter((id) => db.prepare('SELECT 1 FROM plants WHERE id = ?').get(id)))
 
+/** A sync that fails with EIO when told to: each one asked for adds its cue to `cues`. */
+const failOnCue =
+  (cues: Array<() => void>): SyncFile =>
+  (_fd, done) =>
+    cues.push(() => done(Object.assign(new Error('EIO'), { code: 'EIO' })))
+
 async function until(condition: () => boolean): Promise<void> {
   for (let waited = 0; !condition(); waited += 5) {
     assert.ok(waited < 5000, 'timed out waiting')
@@ -381,9 +387,7 @@ describe('sqlite group commit', () => {
 
   it('lets reads that wait for a release go on when the sync fails instead, on what the file holds', async () => {
     const failing: Array<() => void> = []
-    const failed: SyncFile = (_fd, done) =>
-      failing.push(() => done(Object.assign(new Error('EIO'), { code: 'EIO' })))
-    const store = open({}, failed)
+    const store = open({}, failOnCue(failing))
     const other = open()
     const pending = create(store, plant(1n, 'kept'))
     await until(() => failing.length === 1)
@@ -402,9 +406,7 @@ describe('sqlite group commit', () => {
 
   it('makes reads wait while it takes back a failed commit, then shows the store without it', async () => {
     const failing: Array<() => void> = []
-    const failed: SyncFile = (_fd, done) =>
-      failing.push(() => done(Object.assign(new Error('EIO'), { code: 'EIO' })))
-    const store = open({}, failed)
+    const store = open({}, failOnCue(failing))
     const other = open()
     assert.deepEqual(await create(other, plant(1n, 'acknowledged')), { kind: 'created' })
     const pending = create(store, plant(2n, 'refused'))
