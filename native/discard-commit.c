@@ -22,13 +22,16 @@
 ** (SQLite lets a reader share an older mark when all are taken), so every one must be free. It
 ** gives them all back on return. Because SQLite commits a transaction of its own only through its
 ** own locks, nothing can be written on this connection while it runs. It answers:
-**    1  discarded (and the WAL synced);
+**    1  discarded: the page cache, which every process reads, holds the cut; the caller syncs the
+**       WAL (on a descriptor opened after the failed sync, which would report that error again),
+**       after the locks are given back, so that neither this process nor any other waits on a
+**       failing disk while every lock of the WAL is held;
 **    0  nothing to discard: the last commit in the WAL is not one this connection wrote (another
 **       connection committed after it), or it was discarded already;
 **   -1  too late: a checkpoint has copied, or begun to copy, some of it into the database file
 **       (a checkpoint records how far it means to copy before it writes a page: nBackfillAttempted).
 ** SQLITE_BUSY while a lock is held elsewhere (try again); an I/O error if the WAL could not be
-** read, written or synced.
+** read or written (the wal-index is rebuilt from the WAL as it is then, the transaction whole).
 */
 #include <string.h>
 #include "wal-coalesce.h"
@@ -139,19 +142,20 @@ static int discard(WalFile *wal, sqlite3_file *db, int *outcome) {
     *outcome = -1;
     return SQLITE_OK;
   }
-  rc = file->pMethods->xRead(file, salt, 4, log.previousEnd + 8);
-  if (rc != SQLITE_OK) return rc;
-  salt[0] ^= 0xff;
-  rc = file->pMethods->xWrite(file, salt, 4, log.previousEnd + 8);
-  if (rc == SQLITE_OK) rc = file->pMethods->xSync(file, SQLITE_SYNC_NORMAL);
-  /* Even when the sync failed, the page cache, which every process reads, has lost the
-  ** transaction: the wal-index must not keep pointing at it. Writers change the second copy
-  ** first and readers read the first first, so a reader never takes half a change for valid. */
+  /* The wal-index first: should this process die before the salt is written, every connection
+  ** rebuilds the index from a WAL that still holds the transaction whole, and nothing is lost; the
+  ** other way round, another process would go on appending after a transaction recovery drops,
+  ** and its acknowledged commits would go with it. Writers change the second copy first and
+  ** readers read the first first, so a reader never takes half a change for valid. */
   index[INDEX_HEADER_BYTES + INDEX_IS_INIT] = 0;
   db->pMethods->xShmBarrier(db);
   index[INDEX_IS_INIT] = 0;
   db->pMethods->xShmBarrier(db);
   wal->commitEnd = 0;
+  rc = file->pMethods->xRead(file, salt, 4, log.previousEnd + 8);
+  if (rc != SQLITE_OK) return rc;
+  salt[0] ^= 0xff;
+  rc = file->pMethods->xWrite(file, salt, 4, log.previousEnd + 8);
   if (rc == SQLITE_OK) *outcome = 1;
   return rc;
 }

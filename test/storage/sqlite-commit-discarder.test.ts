@@ -47,7 +47,7 @@ describe('CommitDiscarder', () => {
     const writer = connect()
     // As the service's writer: SQLite's busy handler would sleep on the event loop.
     writer.pragma('busy_timeout = 0')
-    const discarder = new CommitDiscarder(writer, true)
+    const discarder = new CommitDiscarder(writer, `${file}-wal`, true)
     insert(writer, 1)
     insert(writer, 2)
     const other = connect()
@@ -66,7 +66,7 @@ describe('CommitDiscarder', () => {
 
   it('says so when another connection committed after the commit', async () => {
     const writer = connect()
-    const discarder = new CommitDiscarder(writer, true)
+    const discarder = new CommitDiscarder(writer, `${file}-wal`, true)
     insert(writer, 1)
     insert(connect(), 2)
     assert.deepEqual(await discard(discarder), {
@@ -78,7 +78,7 @@ describe('CommitDiscarder', () => {
 
   it('says so when a checkpoint has copied the commit already', async () => {
     const writer = connect()
-    const discarder = new CommitDiscarder(writer, true)
+    const discarder = new CommitDiscarder(writer, `${file}-wal`, true)
     insert(writer, 1)
     connect().pragma('wal_checkpoint(PASSIVE)')
     const outcome = await discard(discarder)
@@ -89,9 +89,20 @@ describe('CommitDiscarder', () => {
     assert.deepEqual(ids(connect()), [1])
   })
 
+  it('says so when the cut could not be synced, which a power cut may undo but no restart', async () => {
+    const writer = connect()
+    const discarder = new CommitDiscarder(writer, path.join(dir, 'no-such-wal'), true)
+    insert(writer, 1)
+    insert(writer, 2)
+    const outcome = await discard(discarder)
+    assert.ok(outcome.discarded && 'unsynced' in outcome, JSON.stringify(outcome))
+    assert.match(outcome.unsynced, /ENOENT/)
+    assert.deepEqual(ids(connect()), [1])
+  })
+
   it('says so without the library, and changes nothing', async () => {
     const writer = connect()
-    const discarder = new CommitDiscarder(writer, false)
+    const discarder = new CommitDiscarder(writer, `${file}-wal`, false)
     insert(writer, 1)
     assert.deepEqual(await discard(discarder), {
       discarded: false,

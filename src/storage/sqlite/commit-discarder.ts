@@ -7,11 +7,16 @@
  * alike). `discard_last_commit()` in `native/discard-commit.c` cuts the WAL's valid log just
  * before the transaction, for every later recovery and every connection on the file.
  */
+import fs from 'node:fs'
 import type Database from 'better-sqlite3'
 import { addWalFunctions } from './wal-coalescing.js'
 
 /** What became of the commit, as its requests' error message tells it. */
-export type DiscardOutcome = { discarded: true } | { discarded: false; why: string }
+export type DiscardOutcome =
+  | { discarded: true }
+  /** Cut in the page cache, so no restart finds it; the cut's own sync failed, so a power cut may. */
+  | { discarded: true; unsynced: string }
+  | { discarded: false; why: string }
 
 /** Pauses between tries while a checkpoint, a reader or another process's write holds a lock it needs. */
 const RETRY_MS = 5
@@ -23,8 +28,15 @@ const isBusy = (error: unknown) => String((error as { code?: unknown }).code).st
 export class CommitDiscarder {
   private readonly discard
 
-  /** `available` false (or the library not loading) leaves nothing to discard with. */
-  constructor(db: Database.Database, available: boolean) {
+  /**
+   * `walPath` is the store's WAL, synced after a discard; `available` false (or the library not
+   * loading) leaves nothing to discard with.
+   */
+  constructor(
+    db: Database.Database,
+    private readonly walPath: string,
+    available: boolean,
+  ) {
     this.discard = addWalFunctions(db, available)
       ? db.prepare('SELECT discard_last_commit()').pluck()
       : undefined
@@ -53,9 +65,24 @@ export class CommitDiscarder {
       done({ discarded: false, why: `discarding it failed: ${(error as Error).message}` })
       return
     }
-    if (answer === 1) done({ discarded: true })
+    if (answer === 1) this.syncCut(done)
     else if (answer === -1)
       done({ discarded: false, why: 'a checkpoint had already copied it into the database file' })
     else done({ discarded: false, why: 'another connection committed after it' })
+  }
+
+  /**
+   * Syncs the WAL's cut on libuv's thread pool, through a descriptor opened now: the writer's own
+   * has just reported a failed sync, and Linux reports a writeback error once to every descriptor
+   * that was open when it happened, so a sync through any older one would fail for that error.
+   */
+  private syncCut(done: (outcome: DiscardOutcome) => void): void {
+    const unsynced = (error: Error) => done({ discarded: true, unsynced: error.message })
+    fs.open(this.walPath, 'r+', (opened, fd) => {
+      if (opened) return unsynced(opened)
+      fs.fdatasync(fd, (synced) =>
+        fs.close(fd, () => (synced ? unsynced(synced) : done({ discarded: true }))),
+      )
+    })
   }
 }

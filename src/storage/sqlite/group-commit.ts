@@ -166,7 +166,7 @@ export class GroupCommitWriter {
     db.prepare('SELECT count(*) FROM sqlite_schema').get()
     if (options.synchronous === 'full') {
       this.walFd = openWal(options.path)
-      this.discarder = new CommitDiscarder(db, options.coalesceWalWrites ?? true)
+      this.discarder = new CommitDiscarder(db, `${options.path}-wal`, options.coalesceWalWrites ?? true)
     }
     this.files = new StoreFiles(options.path)
     this.recycler = new WalRecycler(options, {
@@ -400,9 +400,12 @@ export class GroupCommitWriter {
     this.snapshot.suspend()
     this.discarder.discardLast((outcome) => {
       this.snapshot.resume()
-      const fate = outcome.discarded
-        ? 'its commit is discarded: none of its writes is kept'
-        : `its commit could not be discarded (${outcome.why}): its writes may be there after a restart`
+      const fate = !outcome.discarded
+        ? `its commit could not be discarded (${outcome.why}): its writes may be there after a restart`
+        : 'unsynced' in outcome
+          ? `its commit is discarded, but the WAL could not be synced after it (${outcome.unsynced}): none of its writes is kept after a restart, though a power cut may bring them back`
+          : 'its commit is discarded: none of its writes is kept'
+
       this.fail(batch, this.refuseWrites(`${what}; ${fate}`, error))
     })
   }
