@@ -46,8 +46,9 @@
 #define INDEX_BACKFILL 96         /* nBackfill, the first field after the two copies */
 #define INDEX_BACKFILL_ATTEMPTED 128 /* nBackfillAttempted, after the read marks and lock bytes */
 
+/* A checksum word: big-endian, or little-endian when the WAL's magic number says so. */
 static unsigned int get32(const unsigned char *p, int bigEndian) {
-  if (bigEndian) return ((unsigned int)p[0] << 24) | ((unsigned int)p[1] << 16) | ((unsigned int)p[2] << 8) | p[3];
+  if (bigEndian) return walcoalesce_big_endian32(p);
   return ((unsigned int)p[3] << 24) | ((unsigned int)p[2] << 16) | ((unsigned int)p[1] << 8) | p[0];
 }
 
@@ -82,29 +83,29 @@ static int readValidLog(sqlite3_file *wal, ValidLog *log) {
   if (rc != SQLITE_OK || size < WAL_HEADER_BYTES) return rc;
   rc = wal->pMethods->xRead(wal, header, WAL_HEADER_BYTES, 0);
   if (rc != SQLITE_OK) return rc;
-  unsigned int magic = get32(header, 1);
-  unsigned int pageSize = get32(header + 8, 1);
-  if (pageSize == 1) pageSize = 65536;
-  if ((magic & 0xfffffffe) != 0x377f0682 || get32(header + 4, 1) != 3007000 || pageSize < 512 ||
-      pageSize > 65536 || (pageSize & (pageSize - 1)) != 0) {
+  unsigned int magic = walcoalesce_big_endian32(header);
+  int pageSize = walcoalesce_header_page_size(header);
+  if ((magic & 0xfffffffe) != 0x377f0682 || walcoalesce_big_endian32(header + 4) != 3007000 || pageSize == 0) {
     return SQLITE_OK; /* not a valid WAL: recovery replays nothing */
   }
   bigEndian = (int)(magic & 1);
   checksum(header, 24, bigEndian, sum);
-  if (sum[0] != get32(header + 24, 1) || sum[1] != get32(header + 28, 1)) return SQLITE_OK;
-  log->pageSize = (int)pageSize;
+  if (sum[0] != walcoalesce_big_endian32(header + 24) || sum[1] != walcoalesce_big_endian32(header + 28)) {
+    return SQLITE_OK;
+  }
+  log->pageSize = pageSize;
   log->previousEnd = log->lastEnd = WAL_HEADER_BYTES;
-  frameBytes = FRAME_HEADER_BYTES + (int)pageSize;
+  frameBytes = FRAME_HEADER_BYTES + pageSize;
   frame = sqlite3_malloc(frameBytes);
   if (frame == 0) return SQLITE_NOMEM;
   for (offset = WAL_HEADER_BYTES; offset + frameBytes <= size; offset += frameBytes) {
     rc = wal->pMethods->xRead(wal, frame, frameBytes, offset);
     if (rc != SQLITE_OK) break;
-    if (get32(frame, 1) == 0 || memcmp(frame + 8, header + 16, 8) != 0) break;
+    if (walcoalesce_big_endian32(frame) == 0 || memcmp(frame + 8, header + 16, 8) != 0) break;
     checksum(frame, 8, bigEndian, sum);
-    checksum(frame + FRAME_HEADER_BYTES, (int)pageSize, bigEndian, sum);
-    if (sum[0] != get32(frame + 16, 1) || sum[1] != get32(frame + 20, 1)) break;
-    if (get32(frame + 4, 1) != 0) {
+    checksum(frame + FRAME_HEADER_BYTES, pageSize, bigEndian, sum);
+    if (sum[0] != walcoalesce_big_endian32(frame + 16) || sum[1] != walcoalesce_big_endian32(frame + 20)) break;
+    if (walcoalesce_big_endian32(frame + 4) != 0) {
       log->previousEnd = log->lastEnd;
       log->lastEnd = offset + frameBytes;
       memcpy(log->lastHeader, frame, FRAME_HEADER_BYTES);

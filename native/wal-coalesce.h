@@ -53,6 +53,15 @@ int walcoalesce_open_wal(sqlite3_filename name, sqlite3_file *file, int flags, i
 /* wal-file.c: writes a WAL's buffer out; it is empty afterwards whatever the outcome. */
 int walcoalesce_flush(WalFile *p);
 
+/* A 32-bit big-endian number, as the WAL's headers store them. */
+static inline unsigned int walcoalesce_big_endian32(const unsigned char *p) {
+  return ((unsigned int)p[0] << 24) | ((unsigned int)p[1] << 16) | ((unsigned int)p[2] << 8) | p[3];
+}
+
+/* wal-file.c: the page size a WAL header states (64 KiB is written as 1), or 0 if it is not a
+** valid one. */
+int walcoalesce_header_page_size(const unsigned char *header);
+
 /* wal-file.c: whether `file` is a WAL this shim opened. */
 int walcoalesce_is_wal_file(const sqlite3_file *file);
 

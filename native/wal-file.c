@@ -6,19 +6,14 @@
 #include <string.h>
 #include "wal-coalesce.h"
 
-static unsigned int bigEndian32(const unsigned char *p) {
-  return ((unsigned int)p[0] << 24) | ((unsigned int)p[1] << 16) | ((unsigned int)p[2] << 8) | p[3];
-}
-
 /* size if it is a page size SQLite can have, else 0. */
 static int validPageSize(unsigned int size) {
   if (size < 512 || size > 65536 || (size & (size - 1)) != 0) return 0;
   return (int)size;
 }
 
-/* The page size a WAL header states (64 KiB is written as 1), or 0 if it is not a valid one. */
-static int headerPageSize(const unsigned char *header) {
-  unsigned int size = bigEndian32(header + 8);
+int walcoalesce_header_page_size(const unsigned char *header) {
+  unsigned int size = walcoalesce_big_endian32(header + 8);
   return validPageSize(size == 1 ? 65536 : size);
 }
 
@@ -49,21 +44,21 @@ static int endsWithCommit(const WalFile *p) {
   else if (intoFrame == 0) header = end - frameBytes;
   else return 0; /* mid-page */
   if (header < p->start) return 1;
-  return bigEndian32(p->buffer + (header - p->start) + 4) != 0;
+  return walcoalesce_big_endian32(p->buffer + (header - p->start) + 4) != 0;
 }
 
 /* Whether a 24-byte write at `offset` is a commit frame's header: a frame's place, a database size. */
 static int isCommitHeader(const WalFile *p, const void *data, sqlite3_int64 offset) {
   if (p->pageSize == 0 || offset < WAL_HEADER_BYTES) return 0;
   if ((offset - WAL_HEADER_BYTES) % (FRAME_HEADER_BYTES + (sqlite3_int64)p->pageSize) != 0) return 0;
-  return bigEndian32((const unsigned char *)data + 4) != 0;
+  return walcoalesce_big_endian32((const unsigned char *)data + 4) != 0;
 }
 
 static int walWrite(sqlite3_file *file, const void *data, int amount, sqlite3_int64 offset) {
   WalFile *p = (WalFile *)file;
   sqlite3_file *real = REAL_FILE(p);
   int rc;
-  if (offset == 0 && amount >= WAL_HEADER_BYTES) p->pageSize = headerPageSize(data);
+  if (offset == 0 && amount >= WAL_HEADER_BYTES) p->pageSize = walcoalesce_header_page_size(data);
   /* SQLite writes a frame as its header, then its page: a page of another size means the size
   ** read from the file was stale, and the frame boundaries would be wrong. */
   if (offset == p->headerEnd && amount != p->pageSize) p->pageSize = validPageSize((unsigned int)amount);
@@ -74,7 +69,7 @@ static int walWrite(sqlite3_file *file, const void *data, int amount, sqlite3_in
     p->commitEnd = offset + FRAME_HEADER_BYTES + p->pageSize;
     memcpy(p->commitHeader, data, FRAME_HEADER_BYTES);
   } else if (amount == FRAME_HEADER_BYTES && p->pageSize == 0 && offset >= WAL_HEADER_BYTES &&
-             bigEndian32((const unsigned char *)data + 4) != 0) {
+             walcoalesce_big_endian32((const unsigned char *)data + 4) != 0) {
     /* A commit frame's header in a WAL whose header another connection wrote: its end is known
     ** once its page follows, which also tells the page size. */
     p->commitEnd = 0;
@@ -204,7 +199,7 @@ int walcoalesce_open_wal(sqlite3_filename name, sqlite3_file *file, int flags, i
   /* A WAL with frames already in it is appended to without its header being written again. */
   if (real->pMethods->xFileSize(real, &size) == SQLITE_OK && size >= WAL_HEADER_BYTES &&
       real->pMethods->xRead(real, header, WAL_HEADER_BYTES, 0) == SQLITE_OK) {
-    p->pageSize = headerPageSize(header);
+    p->pageSize = walcoalesce_header_page_size(header);
   }
   /* The barrier guard needs the database file; one this shim did not open has no such hook. */
   db = sqlite3_database_file_object(name);

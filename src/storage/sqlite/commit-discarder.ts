@@ -11,12 +11,23 @@ import fs from 'node:fs'
 import type Database from 'better-sqlite3'
 import { addWalFunctions } from './wal-coalescing.js'
 
-/** What became of the commit, as its requests' error message tells it. */
+/** What became of the commit. */
 export type DiscardOutcome =
   | { discarded: true }
   /** Cut in the page cache, so no restart finds it; the cut's own sync failed, so a power cut may. */
   | { discarded: true; unsynced: string }
   | { discarded: false; why: string }
+
+/** What became of the commit, in words for the error its requests get (and the log). */
+export function describeOutcome(outcome: DiscardOutcome): string {
+  if (!outcome.discarded) {
+    return `its commit could not be discarded (${outcome.why}): its writes may be there after a restart`
+  }
+  if ('unsynced' in outcome) {
+    return `its commit is discarded, but the WAL could not be synced after it (${outcome.unsynced}): none of its writes is kept after a restart, though a power cut may bring them back`
+  }
+  return 'its commit is discarded: none of its writes is kept'
+}
 
 /** Pauses between tries while a checkpoint, a reader or another process's write holds a lock it needs. */
 const RETRY_MS = 5

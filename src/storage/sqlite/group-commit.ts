@@ -28,7 +28,7 @@ import {
   openSqliteDatabase,
   type SqliteOptions,
 } from './database.js'
-import { CommitDiscarder } from './commit-discarder.js'
+import { CommitDiscarder, describeOutcome } from './commit-discarder.js'
 import { StoreFiles } from './store-files.js'
 import { WalRecycler } from './wal-recycler.js'
 import { prepareWriteOps, type WriteOp } from './write-ops.js'
@@ -400,13 +400,7 @@ export class GroupCommitWriter {
     this.snapshot.suspend()
     this.discarder.discardLast((outcome) => {
       this.snapshot.resume()
-      const fate = !outcome.discarded
-        ? `its commit could not be discarded (${outcome.why}): its writes may be there after a restart`
-        : 'unsynced' in outcome
-          ? `its commit is discarded, but the WAL could not be synced after it (${outcome.unsynced}): none of its writes is kept after a restart, though a power cut may bring them back`
-          : 'its commit is discarded: none of its writes is kept'
-
-      this.fail(batch, this.refuseWrites(`${what}; ${fate}`, error))
+      this.fail(batch, this.refuseWrites(`${what}; ${describeOutcome(outcome)}`, error))
     })
   }
 
