@@ -136,6 +136,11 @@ export class GroupCommitWriter {
   private active = false
   /** Set once a sync failed: what was committed since may not be on disk, so nothing is trusted. */
   private broken: StoreUnavailableError | undefined
+  /**
+   * `PRAGMA data_version` of this connection when its last successful WAL sync began: every commit
+   * another connection (another process on the file) had made by then is on disk.
+   */
+  private syncedOthersVersion: number | undefined
   /** The last write that failed for the disk's sake (full, I/O error, read-only), until one succeeds. */
   private trouble: { error: Error; at: number } | undefined
   private readonly files: StoreFiles
@@ -166,6 +171,9 @@ export class GroupCommitWriter {
     db.prepare('SELECT count(*) FROM sqlite_schema').get()
     if (options.synchronous === 'full') {
       this.walFd = openWal(options.path)
+      // What other processes on the file committed before this one opened is on disk from here.
+      this.syncedOthersVersion = this.control.dataVersion.get() as number
+      fs.fdatasyncSync(this.walFd)
       this.discarder = new CommitDiscarder(db, `${options.path}-wal`, options.coalesceWalWrites ?? true)
     }
     this.files = new StoreFiles(options.path)
@@ -287,7 +295,10 @@ export class GroupCommitWriter {
     const { control, db } = this
     const outcomes: Outcome[] = []
     let wrote = true
+    let othersVersion = 0
     try {
+      // Read inside the transaction: the snapshot this batch's replays and conflicts are read from.
+      if (this.walFd !== undefined) othersVersion = control.dataVersion.get() as number
       const changesBefore = control.totalChanges.get()
       this.ops.forget()
       for (const { op } of batch) {
@@ -332,7 +343,7 @@ export class GroupCommitWriter {
     this.counters.requestsCommitted += batch.length
     this.counters.largestBatch = Math.max(this.counters.largestBatch, batch.length)
     if (!wrote) {
-      this.answer(batch, outcomes)
+      this.answerUnwritten(batch, outcomes, othersVersion)
       return
     }
     if (this.walFd === undefined) {
@@ -344,8 +355,31 @@ export class GroupCommitWriter {
         this.syncFailed(batch, error)
         return
       }
+      this.syncedOthersVersion = othersVersion
       if (!this.checkFiles(batch)) return
       this.snapshot.release()
+      this.answer(batch, outcomes)
+    })
+  }
+
+  /**
+   * A batch that wrote nothing may still answer from another process's commit: a replay's 200 or
+   * a conflict's 409 for a plant that process created and has not synced yet. Were that commit
+   * then lost (a power cut, or its own sync failing and the commit being taken back), the 200
+   * would vouch for a plant that is not there; an audit found exactly that with two processes on
+   * one file. So when another connection has committed since this writer's last sync, the WAL is
+   * synced first (one file: the sync covers the other process's frames too). A sync that fails
+   * breaks the writer, as any failed sync does; with a failing disk, Linux reports the error to
+   * every descriptor open on the file, so the other process's failure is seen here too.
+   */
+  private answerUnwritten(batch: Queued[], outcomes: Outcome[], othersVersion: number): void {
+    if (this.walFd === undefined || othersVersion === this.syncedOthersVersion) {
+      this.answer(batch, outcomes)
+      return
+    }
+    this.syncFile(this.walFd, (error) => {
+      if (error) return this.broke('the SQLite WAL could not be synced', error, batch)
+      this.syncedOthersVersion = othersVersion
       this.answer(batch, outcomes)
     })
   }
