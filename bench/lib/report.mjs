@@ -203,11 +203,15 @@ export function evaluateTargets(results, rows) {
   const peaks = rows.map((r) => r.peakRssMb).filter(Number.isFinite)
   const peak = peaks.length ? Math.max(...peaks) : Number.NaN
   const peakRow = rows.find((r) => r.peakRssMb === peak)
+  // The issue's 150 MB are decimal megabytes; VmHWM is read in MiB (1 MiB = 1.048576 MB).
+  const peakMb = peak * 1.048576
   targets.push({
     name: 'Peak RSS of the service under load (any scenario)',
-    threshold: '< 150 MB',
-    measured: peakRow ? `${fixed(peak, 0)} MiB (${peakRow.scenario}, ${peakRow.config})` : '–',
-    met: peakRow ? peak < 150 : undefined,
+    threshold: '< 150 MB (143.05 MiB)',
+    measured: peakRow
+      ? `${fixed(peak, 0)} MiB = ${fixed(peakMb, 0)} MB (${peakRow.scenario}, ${peakRow.config})`
+      : '–',
+    met: peakRow ? peakMb < 150 : undefined,
   })
   for (const config of results.configs.filter((c) => c.size === 'big')) {
     targets.push({
