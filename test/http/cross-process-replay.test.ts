@@ -1,8 +1,9 @@
 /**
- * Two processes on one SQLite file: a create that another process has committed but not yet
- * synced can be replayed (200) or conflict (409) here. Either answer vouches for that plant, so it
- * may be sent only once the plant is on disk: this process syncs the WAL first, and fails the
- * request if that sync fails. A preload delays the first process's sync and watches the second's
+ * Two processes on one SQLite file: a create (or delete) that another process has committed but
+ * not yet synced can be answered from here: a replay's 200, a conflict's 409, a delete's 404.
+ * Each vouches for that commit, so it is sent only once the commit is on disk and can no longer be
+ * taken back: this process commits after it and syncs the WAL first, and fails the request if that
+ * sync fails. A preload delays, fails or counts each process's syncs
  * (test/fixtures/fail-wal-sync.ts); both are the real service on a real file.
  */
 import assert from 'node:assert/strict'
@@ -27,6 +28,43 @@ const preload = pathToFileURL(path.join(projectRoot, 'dist/test/fixtures/fail-wa
 /** How long the first process's sync of each commit takes. */
 const SLOW_SYNC_MS = 1500
 
+/** Starts the service on `env`'s store with its WAL syncs steered by the file `marker`. */
+const spawnSteered = (env: Record<string, string>, marker: string) =>
+  spawnService({ ...env, NODE_OPTIONS: `--import ${preload}`, SYNC_FAULT_FILE: marker })
+
+/**
+ * Sends `action` and resolves, to its pending answer, once a connection of the test's own sees
+ * `committed` true in the file: the commit is in, its sync not yet done (the services' own reads
+ * may wait for syncs).
+ */
+async function committedNotSynced<T>(
+  file: string,
+  action: () => Promise<T>,
+  committed: (db: Database.Database) => boolean,
+) {
+  const answer = action()
+  const db = new Database(file, { readonly: true })
+  try {
+    for (let tries = 0; tries < 500; tries++) {
+      if (committed(db)) return answer
+      await sleep(10)
+    }
+  } finally {
+    db.close()
+  }
+  throw new Error('the commit never landed')
+}
+
+const stored = (id: number) => (db: Database.Database) =>
+  db.prepare('SELECT 1 FROM plants WHERE id = ?').pluck().get(id) === 1
+
+/** A token's first use writes its last_used_at (then at most once a minute): done before any test counts syncs. */
+async function warmUp(services: SpawnedService[], token: string) {
+  for (const service of services) {
+    assert.equal((await request('GET', `${service.url}/plants?limit=1`, { token })).status, 200)
+  }
+}
+
 describe('POST /plants answered from another process’s commit not yet synced (sqlite)', () => {
   let env: Record<string, string>
   let token: string
@@ -41,25 +79,8 @@ describe('POST /plants answered from another process’s commit not yet synced (
       ? fs.readFileSync(`${secondMarker}.log`, 'utf8').split('\n').length - 1
       : 0
 
-  /**
-   * Creates `body` in the first process and resolves once the second can read it (committed, not
-   * synced). A sync of the second process counted after this began covers that commit.
-   */
-  async function committedNotSynced(body: { id: number; name: string; tag?: string }) {
-    const answer = create(first, body)
-    // Read from the file by a connection of the test's own: the services' reads may wait for syncs.
-    const db = new Database(env.PLANT_STORE_DB as string, { readonly: true })
-    try {
-      const stored = db.prepare('SELECT 1 FROM plants WHERE id = ?').pluck()
-      for (let tries = 0; tries < 500; tries++) {
-        if (stored.get(body.id) === 1) return answer
-        await sleep(10)
-      }
-    } finally {
-      db.close()
-    }
-    throw new Error(`plant ${body.id} was never committed`)
-  }
+  const createdNotSynced = (plant: { id: number; name: string; tag?: string }) =>
+    committedNotSynced(env.PLANT_STORE_DB as string, () => create(first, plant), stored(plant.id))
 
   before(async () => {
     env = await serviceEnv('sqlite')
@@ -68,17 +89,9 @@ describe('POST /plants answered from another process’s commit not yet synced (
     secondMarker = `${env.PLANT_STORE_DB}.second`
     fs.writeFileSync(firstMarker, `delay:${SLOW_SYNC_MS}`)
     fs.writeFileSync(secondMarker, 'log')
-    first = await spawnService({ ...env, NODE_OPTIONS: `--import ${preload}`, SYNC_FAULT_FILE: firstMarker })
-    second = await spawnService({
-      ...env,
-      NODE_OPTIONS: `--import ${preload}`,
-      SYNC_FAULT_FILE: secondMarker,
-    })
-    // A token's first use writes its last_used_at (then at most once a minute), and that write
-    // syncs: done here, so that the syncs the tests count are the creates' own.
-    for (const service of [first, second]) {
-      assert.equal((await request('GET', `${service.url}/plants?limit=1`, { token })).status, 200)
-    }
+    first = await spawnSteered(env, firstMarker)
+    second = await spawnSteered(env, secondMarker)
+    await warmUp([first, second], token)
     await sleep(SLOW_SYNC_MS + 200)
   })
 
@@ -90,7 +103,7 @@ describe('POST /plants answered from another process’s commit not yet synced (
   it('answers a replay only after its own sync of the WAL', async () => {
     const body = { id: 4242, name: 'Fern', tag: 'green' }
     const syncsBefore = syncsOfSecond()
-    const pending = await committedNotSynced(body)
+    const pending = await createdNotSynced(body)
     const replay = await create(second, body)
     assert.equal(replay.status, 200, replay.text)
     assert.deepEqual(replay.json, { name: 'Fern', tag: 'green' })
@@ -100,7 +113,7 @@ describe('POST /plants answered from another process’s commit not yet synced (
 
   it('answers a conflict only after its own sync of the WAL', async () => {
     const syncsBefore = syncsOfSecond()
-    const pending = await committedNotSynced({ id: 4343, name: 'Fern' })
+    const pending = await createdNotSynced({ id: 4343, name: 'Fern' })
     const conflict = await create(second, { id: 4343, name: 'Moss' })
     assert.equal(conflict.status, 409, conflict.text)
     assert.ok(syncsOfSecond() > syncsBefore, 'the conflict was answered without a sync of the WAL')
@@ -122,12 +135,98 @@ describe('POST /plants answered from another process’s commit not yet synced (
     // From here every sync of the second process fails: whichever of its syncs would cover the
     // first process's commit, the replay cannot be answered 200.
     fs.writeFileSync(secondMarker, '')
-    const pending = await committedNotSynced(body)
+    const pending = await createdNotSynced(body)
     const replay = await create(second, body)
     assert.equal(replay.status, 503, replay.text)
     assert.equal(replay.json.code, 'STORE_UNAVAILABLE')
     assert.equal((await pending).status, 200)
     const read = await request('GET', `${first.url}/plants/4545`, { token })
     assert.equal(read.text, '{"id":4545,"name":"Sage"}')
+  })
+})
+
+describe('an answer from another process’s commit, when that process’s sync then fails (sqlite)', () => {
+  let env: Record<string, string>
+  let token: string
+  let first: SpawnedService
+  let second: SpawnedService
+  let firstMarker: string
+
+  before(async () => {
+    env = await serviceEnv('sqlite')
+    token = await createToken(env, 'cross-process')
+    firstMarker = `${env.PLANT_STORE_DB}.first`
+    const secondMarker = `${env.PLANT_STORE_DB}.second`
+    fs.writeFileSync(firstMarker, 'log')
+    fs.writeFileSync(secondMarker, 'log')
+    second = await spawnSteered(env, secondMarker)
+  })
+
+  after(async () => {
+    await stopService(second)
+  })
+
+  /** Starts the first process afresh (a failed sync leaves it refusing writes). */
+  async function startFirst() {
+    fs.writeFileSync(firstMarker, 'log')
+    first = await spawnSteered(env, firstMarker)
+    await warmUp([first, second], token)
+    await sleep(200)
+    fs.writeFileSync(firstMarker, `fail-after:${SLOW_SYNC_MS}`)
+  }
+
+  /** What a fresh service, with no preload, reads for `id` once every other process has stopped. */
+  async function afterRestart(id: number) {
+    await stopService(second)
+    const fresh = await spawnService(env)
+    try {
+      return (await request('GET', `${fresh.url}/plants/${id}`, { token })).text
+    } finally {
+      await stopService(fresh)
+      second = await spawnSteered(env, `${env.PLANT_STORE_DB}.second`)
+    }
+  }
+
+  it('keeps the plant a replay answered 200 for: the first process can no longer take its commit back', async () => {
+    await startFirst()
+    const body = { id: 777, name: 'fromA' }
+    const file = env.PLANT_STORE_DB as string
+    const pending = await committedNotSynced(
+      file,
+      () => request('POST', `${first.url}/plants`, { token, body }),
+      stored(777),
+    )
+    const replay = await request('POST', `${second.url}/plants`, { token, body })
+    assert.equal(replay.status, 200, replay.text)
+    const conflict = await request('POST', `${second.url}/plants`, {
+      token,
+      body: { id: 777, name: 'other' },
+    })
+    assert.equal(conflict.status, 409, conflict.text)
+    assert.equal((await pending).status, 503)
+    assert.match(first.output(), /could not be discarded \(another connection committed after it\)/)
+    await stopService(first)
+    assert.equal(await afterRestart(777), '{"id":777,"name":"fromA"}')
+  })
+
+  it('keeps a plant deleted that a delete answered 404 for', async () => {
+    await startFirst()
+    fs.writeFileSync(firstMarker, 'log')
+    assert.equal(
+      (await request('POST', `${first.url}/plants`, { token, body: { id: 888, name: 'gone' } })).status,
+      200,
+    )
+    fs.writeFileSync(firstMarker, `fail-after:${SLOW_SYNC_MS}`)
+    const file = env.PLANT_STORE_DB as string
+    const pending = await committedNotSynced(
+      file,
+      () => request('DELETE', `${first.url}/plants/888`, { token }),
+      (db) => !stored(888)(db),
+    )
+    const again = await request('DELETE', `${second.url}/plants/888`, { token })
+    assert.equal(again.status, 404, again.text)
+    assert.equal((await pending).status, 503)
+    await stopService(first)
+    assert.equal(JSON.parse(await afterRestart(888)).error, 404)
   })
 })

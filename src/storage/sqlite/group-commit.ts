@@ -166,6 +166,9 @@ export class GroupCommitWriter {
       rollbackTo: db.prepare('ROLLBACK TO op'),
       totalChanges: db.prepare('SELECT total_changes()').pluck(),
       dataVersion: db.prepare('PRAGMA data_version').pluck(),
+      // Rewrites page 1 with the value it has (the service never sets user_version): a commit
+      // that changes no row, for answersFromOthers.
+      emptyCommit: db.prepare('PRAGMA user_version = 0'),
     }
     // Reading the schema makes SQLite create the WAL (and the shared memory) if they do not exist yet.
     db.prepare('SELECT count(*) FROM sqlite_schema').get()
@@ -321,6 +324,10 @@ export class GroupCommitWriter {
       // A batch that changed no row (the webhook worker's poll when nothing is due, once a second)
       // commits no WAL frame: there is nothing to sync, and an idle service made no fsync at all.
       wrote = control.totalChanges.get() !== changesBefore
+      if (!wrote && this.answersFromOthers(othersVersion)) {
+        control.emptyCommit.run()
+        wrote = true
+      }
       // A store file that has left its path would take this commit where no restart finds it, or
       // half of it: refused before COMMIT, its 503 means nothing stored (an audit found a create
       // answered 503 there after a restart). checkFiles catches a move during the commit itself.
@@ -343,7 +350,7 @@ export class GroupCommitWriter {
     this.counters.requestsCommitted += batch.length
     this.counters.largestBatch = Math.max(this.counters.largestBatch, batch.length)
     if (!wrote) {
-      this.answerUnwritten(batch, outcomes, othersVersion)
+      this.answer(batch, outcomes)
       return
     }
     if (this.walFd === undefined) {
@@ -363,25 +370,17 @@ export class GroupCommitWriter {
   }
 
   /**
-   * A batch that wrote nothing may still answer from another process's commit: a replay's 200 or
-   * a conflict's 409 for a plant that process created and has not synced yet. Were that commit
-   * then lost (a power cut, or its own sync failing and the commit being taken back), the 200
-   * would vouch for a plant that is not there; an audit found exactly that with two processes on
-   * one file. So when another connection has committed since this writer's last sync, the WAL is
-   * synced first (one file: the sync covers the other process's frames too). A sync that fails
-   * breaks the writer, as any failed sync does; with a failing disk, Linux reports the error to
-   * every descriptor open on the file, so the other process's failure is seen here too.
+   * A batch that wrote nothing may still answer from another process's commit: a replay's 200, a
+   * conflict's 409 or a delete's 404 for a plant that process created or deleted and has not
+   * synced yet. Were that commit then lost (a power cut, or its own sync failing and the commit
+   * being taken back), the answer would vouch for something that is not so; two audits found
+   * exactly that with two processes on one file. So when another connection has committed since
+   * this writer's last sync, the batch commits anyway (`emptyCommit`) and is synced like any
+   * other: the sync covers the other process's frames too (one file), and a commit after theirs
+   * means theirs can no longer be taken back (commit-discarder.ts), whatever its own sync does.
    */
-  private answerUnwritten(batch: Queued[], outcomes: Outcome[], othersVersion: number): void {
-    if (this.walFd === undefined || othersVersion === this.syncedOthersVersion) {
-      this.answer(batch, outcomes)
-      return
-    }
-    this.syncFile(this.walFd, (error) => {
-      if (error) return this.broke('the SQLite WAL could not be synced', error, batch)
-      this.syncedOthersVersion = othersVersion
-      this.answer(batch, outcomes)
-    })
+  private answersFromOthers(othersVersion: number): boolean {
+    return this.walFd !== undefined && othersVersion !== this.syncedOthersVersion
   }
 
   /** False, with the writer broken and `batch` failed, when a store file has left its path. */
