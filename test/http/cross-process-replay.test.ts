@@ -151,12 +151,13 @@ describe('an answer from another process’s commit, when that process’s sync 
   let first: SpawnedService
   let second: SpawnedService
   let firstMarker: string
+  let secondMarker: string
 
   before(async () => {
     env = await serviceEnv('sqlite')
     token = await createToken(env, 'cross-process')
     firstMarker = `${env.PLANT_STORE_DB}.first`
-    const secondMarker = `${env.PLANT_STORE_DB}.second`
+    secondMarker = `${env.PLANT_STORE_DB}.second`
     fs.writeFileSync(firstMarker, 'log')
     fs.writeFileSync(secondMarker, 'log')
     second = await spawnSteered(env, secondMarker)
@@ -166,14 +167,16 @@ describe('an answer from another process’s commit, when that process’s sync 
     await stopService(second)
   })
 
-  /** Starts the first process afresh (a failed sync leaves it refusing writes). */
+  /** Starts the first process afresh (a failed sync leaves it refusing writes), its syncs sound. */
   async function startFirst() {
     fs.writeFileSync(firstMarker, 'log')
     first = await spawnSteered(env, firstMarker)
     await warmUp([first, second], token)
     await sleep(200)
-    fs.writeFileSync(firstMarker, `fail-after:${SLOW_SYNC_MS}`)
   }
+
+  /** From here every sync of the first process fails, after SLOW_SYNC_MS. */
+  const failFirstSyncs = () => fs.writeFileSync(firstMarker, `fail-after:${SLOW_SYNC_MS}`)
 
   /** What a fresh service, with no preload, reads for `id` once every other process has stopped. */
   async function afterRestart(id: number) {
@@ -183,16 +186,16 @@ describe('an answer from another process’s commit, when that process’s sync 
       return (await request('GET', `${fresh.url}/plants/${id}`, { token })).text
     } finally {
       await stopService(fresh)
-      second = await spawnSteered(env, `${env.PLANT_STORE_DB}.second`)
+      second = await spawnSteered(env, secondMarker)
     }
   }
 
   it('keeps the plant a replay answered 200 for: the first process can no longer take its commit back', async () => {
     await startFirst()
+    failFirstSyncs()
     const body = { id: 777, name: 'fromA' }
-    const file = env.PLANT_STORE_DB as string
     const pending = await committedNotSynced(
-      file,
+      env.PLANT_STORE_DB as string,
       () => request('POST', `${first.url}/plants`, { token, body }),
       stored(777),
     )
@@ -211,15 +214,13 @@ describe('an answer from another process’s commit, when that process’s sync 
 
   it('keeps a plant deleted that a delete answered 404 for', async () => {
     await startFirst()
-    fs.writeFileSync(firstMarker, 'log')
     assert.equal(
       (await request('POST', `${first.url}/plants`, { token, body: { id: 888, name: 'gone' } })).status,
       200,
     )
-    fs.writeFileSync(firstMarker, `fail-after:${SLOW_SYNC_MS}`)
-    const file = env.PLANT_STORE_DB as string
+    failFirstSyncs()
     const pending = await committedNotSynced(
-      file,
+      env.PLANT_STORE_DB as string,
       () => request('DELETE', `${first.url}/plants/888`, { token }),
       (db) => !stored(888)(db),
     )
