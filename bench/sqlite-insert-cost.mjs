@@ -5,7 +5,6 @@
 // does them (synchronous OFF, the WAL synced by hand after each COMMIT, a RESTART checkpoint
 // every 100 commits). It reports CPU time per insert, user and system: on the benchmark's one
 // server core the kernel's share of a write and an fsync is time the service cannot serve in.
-// docs/performance.md ("What is left") reads the random-id target from it.
 //
 //   node bench/sqlite-insert-cost.mjs [--transactions N]     (after npm install; about 30 s)
 //

@@ -3,7 +3,7 @@
 // that `npm start` runs, and checkpoint-thread.js, the SQLite checkpointer's worker, which the
 // bundle finds next to itself as dist/src finds it. Why: Node 20 resolved, read and linked about
 // 500 files at every start (fastify alone some 130), half the time to /readyz; one file starts in
-// about half the time (docs/performance-history.md, fifth round). better-sqlite3 stays outside,
+// about half the time. better-sqlite3 stays outside,
 // as a native addon must.
 // Run by `npm run build` after tsc; takes well under a second.
 import fs from 'node:fs'

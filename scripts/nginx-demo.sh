@@ -25,7 +25,7 @@ set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd -P)"
 cli="$root/dist/bundle/main.js"
-# The instances run with the Node flags `npm start` uses (heap sizing; see the README's "Memory").
+# The instances run with the Node flags `npm start` uses (heap sizing; see docs/operations.md, "Memory").
 read -r -a node_flags <<<"$(node "$root/scripts/start-node-flags.mjs")"
 nginx_port="${NGINX_PORT:-8080}"
 read -r -a ports <<<"${INSTANCE_PORTS:-8081 8082 8083}"

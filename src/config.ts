@@ -3,7 +3,7 @@ import path from 'node:path'
 
 /**
  * Every setting the service reads from the environment, with its default and the rule it must
- * satisfy. The README's configuration table mirrors this list; `loadConfig` is the only reader.
+ * satisfy. The table in docs/configuration.md mirrors this list (a test checks it); `loadConfig` is the only reader.
  */
 export interface Config {
   port: number

@@ -1,6 +1,6 @@
 /**
  * The error catalog. Each entry has a stable `code` (never reused once retired), the HTTP status
- * it maps to, and a one-line description used by the README and the served OpenAPI document.
+ * it maps to, and a one-line description for the served OpenAPI document; docs/api.md lists the same codes.
  * Handlers throw `ApiError`; one error handler in `http/error-handler.ts` writes the Error shape.
  */
 export const errorCatalog = {

@@ -122,7 +122,7 @@ export interface SpawnedService {
 
 /**
  * Runs `plant-store serve [args]` as its own process, for crash, signal and multi-instance tests;
- * with `viaNpm`, the ways the README starts it (`npm start`, or `npm run cli -- serve`), whose npm
+ * with `viaNpm`, the ways docs/operations.md starts it (`npm start`, or `npm run cli -- serve`), whose npm
  * process is then `child`.
  */
 export async function spawnService(

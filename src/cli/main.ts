@@ -16,7 +16,7 @@ ${tokensUsage}
 ${webhooksUsage}
 
 Configuration comes from the environment (PORT, HOST, PLANT_STORE_DB, DATABASE_URL, LOG_LEVEL, BODY_LIMIT, ...);
-see the README.`
+see docs/configuration.md.`
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...args] = argv

@@ -112,7 +112,7 @@ async function add(open: OpenStore, args: string[]): Promise<void> {
   const id = `sub_${randomBase62(16)}`
   const secret = generateWebhookSecret()
   const storage = await open({ create: true })
-  // Allowed, since it is how a signing secret is rotated (README), but never unnoticed.
+  // Allowed, since it is how a signing secret is rotated (docs/webhooks.md), but never unnoticed.
   const sameUrl = (await storage.listSubscriptions()).filter((s) => s.url === url).map((s) => s.id)
   await storage.addSubscription({ id, url, secret, createdAt: new Date() })
   // The secret alone on stdout, so `SECRET=$(plant-store webhooks add ...)` works; it is shown once.

@@ -5,7 +5,7 @@ import { errorResponses } from '../schemas/error.js'
 import { newPlantWebhook } from './webhook-doc.js'
 
 /**
- * What the seed leaves "not shown" and how this service decides it. The README carries the same
+ * What the seed leaves "not shown" and how this service decides it. docs/api.md carries the same
  * list; both are read by people choosing whether to trust the service.
  */
 const decisions = `

@@ -8,7 +8,7 @@ export interface KnownPath {
   allow: readonly string[]
 }
 
-/** A route pattern as the document and the README write it, for messages: `/plants/{id}`. */
+/** A route pattern as the OpenAPI document and docs/api.md write it, for messages: `/plants/{id}`. */
 export const shownPath = (url: string) => url.replace(/:(\w+)/g, '{$1}')
 
 /**

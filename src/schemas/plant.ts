@@ -3,7 +3,7 @@ import type { FromSchema } from 'json-schema-to-ts'
 /*
  * Plain JSON Schema literals, with types derived from them at compile time only. A runtime schema
  * builder (TypeBox: its ESM build is 709 modules) made start to ready take ~1,000 ms instead of
- * ~600 ms (see docs/performance-history.md, "Fourth round").
+ * ~600 ms.
  */
 
 /** The seed's Plant: what a create answers. No `id`, exactly as the seed describes it. */

@@ -245,7 +245,7 @@ if (
         for (let round = 0; round < 5; round++) {
           await admin`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'plant-store'`
           // One after another: under concurrent load a postgres.js reconnect can still stall for the
-          // connect timeout after such a reset (docs/performance-history.md, seventh round; left open).
+          // connect timeout after such a reset.
           const answers = []
           // A transport failure is reported with the service's log rather than thrown bare.
           const send = (method: string, url: string, options: Parameters<typeof request>[2]) =>

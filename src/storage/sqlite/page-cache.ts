@@ -10,8 +10,7 @@ const MAX_CHARS = 4_000_000
  * caller passes SQLite's `PRAGMA data_version` of its read connection, which changes whenever any
  * other connection (the writer, another process) commits: a cached page is therefore
  * never older than the last commit, and a client that got a 200 for a create sees it in the next
- * list. Building a page of 100 in SQLite costs 35-90 µs; a hit costs one pragma (see
- * docs/performance-history.md, second round).
+ * list. Building a page of 100 in SQLite costs 35-90 µs; a hit costs one pragma.
  */
 export class PageCache {
   private readonly pages = new Map<string, PlantPage>()

@@ -50,8 +50,7 @@ export class WalRecycler {
     options: CheckpointerOptions,
     private readonly host: RecyclerHost,
     // Its thread starts with the first checkpoint, not here: loading it beside the service's own
-    // start made start to ready 100-150 ms longer on one core (docs/performance-history.md,
-    // fourth round).
+    // start made start to ready 100-150 ms longer on one core.
     checkpointer?: CheckpointRunner,
   ) {
     const { path, synchronous, coalesceWalWrites } = options
