@@ -4,7 +4,15 @@ import globals from 'globals'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', '.bench/'] },
+  {
+    ignores: [
+      'dist/',
+      'node_modules/',
+      '.bench/',
+      'clients/typescript/dist/',
+      'clients/typescript/src/generated/',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -3,8 +3,8 @@
 // that `npm start` runs, and checkpoint-thread.js, the SQLite checkpointer's worker, which the
 // bundle finds next to itself as dist/src finds it. Why: Node 20 resolved, read and linked about
 // 500 files at every start (fastify alone some 130), half the time to /readyz; one file starts in
-// about half the time. better-sqlite3 stays outside,
-// as a native addon must.
+// about half the time. better-sqlite3 stays outside, as a native addon must, and so does
+// @fastify/swagger-ui, which serves files from its package.
 // Run by `npm run build` after tsc; takes well under a second.
 import fs from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -25,7 +25,8 @@ await build({
   platform: 'node',
   format: 'esm',
   target: 'node20',
-  external: ['better-sqlite3'],
+  // Swagger UI reads its page's files from its own folder (__dirname), which a bundle has not.
+  external: ['better-sqlite3', '@fastify/swagger-ui'],
   // Most dependencies are CommonJS and call require(); an ES module has none of its own.
   banner: {
     js: "import { createRequire as __createRequire } from 'node:module';\nconst require = __createRequire(import.meta.url);",

@@ -17,6 +17,7 @@ import { installRequestLogging, logRequestLine, requestIdFrom } from './http/req
 import { dedupedSerializers } from './http/serializers.js'
 import { installValidators } from './http/validators.js'
 import { registerOpenApi } from './openapi/document.js'
+import { docsRoutes } from './routes/docs.js'
 import { healthRoutes } from './routes/health.js'
 import { methodNotAllowed, routeEveryHttpMethod } from './routes/method-not-allowed.js'
 import { plantRoutes } from './routes/plants.js'
@@ -128,6 +129,7 @@ export async function buildApp(
   })
 
   await registerOpenApi(app)
+  await docsRoutes(app)
   const verifier = new TokenVerifier(storage, config.tokenCacheMs)
   plantRoutes(app, storage, verifier)
   // `/plants/` would be `/plants/{id}` with an empty id: a POST to it was a 405 that sent the

@@ -1,8 +1,8 @@
 import swagger from '@fastify/swagger'
 import type { FastifyInstance } from 'fastify'
 import { errorCatalog } from '../errors.js'
-import { errorResponses } from '../schemas/error.js'
-import { newPlantWebhook } from './webhook-doc.js'
+import { errorExamples, errorResponses } from '../schemas/error.js'
+import { newPlantWebhook, webhookSignatureScheme } from './webhook-doc.js'
 
 /**
  * What the seed leaves "not shown" and how this service decides it. docs/api.md carries the same
@@ -68,23 +68,46 @@ const requestIdHeader = {
   },
 }
 
+type Media = { schema?: { $ref?: string }; example?: unknown }
+type Content = Record<string, Media>
 type Operation = {
   operationId?: string
   parameters?: unknown[]
-  responses?: Record<string, { headers?: Record<string, unknown>; content?: unknown }>
+  requestBody?: { content?: Content }
+  responses?: Record<string, { headers?: Record<string, unknown>; content?: Content }>
+}
+type Document = {
+  paths?: Record<string, Record<string, Operation>>
+  components?: { schemas?: Record<string, { examples?: unknown[] }> }
+}
+
+/**
+ * Gives each body its example: an error answer the example of its status, any other the first
+ * example of the component it names. @fastify/swagger drops the siblings of a route's `$ref`, so
+ * the examples live on the components (schemas/) and are copied here.
+ */
+function addExamples(document: Document, content: Content | undefined, status?: string): void {
+  for (const media of Object.values(content ?? {})) {
+    const name = media.schema?.$ref?.replace('#/components/schemas/', '')
+    if (name === undefined || media.example !== undefined) continue
+    const example =
+      name === 'Error' ? errorExamples[Number(status)] : document.components?.schemas?.[name]?.examples?.[0]
+    if (example !== undefined) media.example = example
+  }
 }
 
 /**
  * What route schemas cannot say one operation at a time: every answer carries X-Request-Id, and
- * a HEAD answer has the headers of its GET's but no body, so its responses lose their content.
+ * every body its example.
  */
-function addCommonHeaders<T extends { paths?: Record<string, Record<string, Operation>> }>(document: T): T {
+function addCommonParts<T extends Document>(document: T): T {
   for (const item of Object.values(document.paths ?? {})) {
-    for (const [method, operation] of Object.entries(item)) {
+    for (const operation of Object.values(item)) {
       operation.parameters = [...(operation.parameters ?? []), requestIdParameter]
-      for (const response of Object.values(operation.responses ?? {})) {
+      addExamples(document, operation.requestBody?.content)
+      for (const [status, response] of Object.entries(operation.responses ?? {})) {
         response.headers = { ...response.headers, ...requestIdHeader }
-        if (method === 'head') delete response.content
+        addExamples(document, response.content, status)
       }
     }
   }
@@ -95,12 +118,12 @@ function addCommonHeaders<T extends { paths?: Record<string, Record<string, Oper
 export async function registerOpenApi(app: FastifyInstance): Promise<void> {
   await app.register(swagger, {
     // Every GET also answers HEAD (Fastify's exposeHeadRoutes), and the Allow headers say so; the
-    // document lists those too, each with operationId `<get's>-head` and the GET's responses
-    // without their bodies (addCommonHeaders).
-    exposeHeadRoutes: true,
+    // document leaves them out, as HTTP implies them: listed, they doubled a generated client's
+    // functions.
+    exposeHeadRoutes: false,
     // Only an OpenAPI document is configured, so only an openapiObject ever comes here.
     transformObject: (documentObject) =>
-      addCommonHeaders((documentObject as { openapiObject: never }).openapiObject),
+      addCommonParts((documentObject as { openapiObject: never }).openapiObject),
     openapi: {
       openapi: '3.1.0',
       info: {
@@ -108,9 +131,24 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         version: '1.0.0',
         description: `A sample API that uses a plant store as an example to demonstrate features in the OpenAPI specification.\n${decisions}`,
         license: { name: 'MIT', identifier: 'MIT' },
+        contact: { name: 'Plant Store maintainers' },
       },
+      // Relative, so the document is right behind any host, port or proxy that serves it.
+      servers: [{ url: '/', description: 'The service that serves this document' }],
+      tags: [
+        { name: 'plants', description: 'Create, read, list and delete plants; a bearer token is needed.' },
+        { name: 'service', description: 'Probes and this document; no token needed.' },
+        { name: 'webhooks', description: 'What the service sends to subscribers.' },
+      ],
       components: {
-        securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } },
+        securitySchemes: {
+          bearerAuth: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'An opaque token `pst_...` issued by an operator with `plant-store tokens create`.',
+          },
+          webhookSignature: webhookSignatureScheme,
+        },
       },
       // The hand-written webhook object is valid OpenAPI 3.1; openapi-types' 3.0 typings do not know it.
       webhooks: newPlantWebhook as never,
@@ -125,10 +163,17 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     {
       schema: {
         operationId: 'openapi',
+        tags: ['service'],
         summary: 'This OpenAPI 3.1 document',
+        description: 'The document this service serves, ids in its examples printed exactly; needs no token.',
         security: [],
         response: {
-          200: { type: 'object', additionalProperties: true, description: 'The document' },
+          200: {
+            type: 'object',
+            additionalProperties: true,
+            description: 'The document',
+            examples: [{ openapi: '3.1.0', info: { title: 'OpenAPI Plant Store', version: '1.0.0' } }],
+          },
           ...errorResponses(),
         },
       },

@@ -5,10 +5,25 @@ const signedHeader = (description: string) => ({
   description,
 })
 
+/**
+ * OpenAPI has no scheme for an HMAC over the body; an API key in webhook-signature is the nearest,
+ * and its description says what a subscriber checks.
+ */
+export const webhookSignatureScheme = {
+  type: 'apiKey',
+  in: 'header',
+  name: 'webhook-signature',
+  description:
+    "Standard Webhooks signature of each delivery, made with the subscriber's `whsec_` secret: " +
+    'the subscriber verifies it (see the newPlant webhook); a client of the API never sends it.',
+} as const
+
 export const newPlantWebhook = {
   newPlant: {
     post: {
       operationId: 'newPlantWebhook',
+      tags: ['webhooks'],
+      security: [{ webhookSignature: [] }],
       summary: 'A plant was created',
       description:
         'Sent to every subscriber once per created plant (not for an idempotent replay), signed per the ' +
@@ -38,7 +53,12 @@ export const newPlantWebhook = {
       requestBody: {
         required: true,
         description: 'The created plant as a NewPlant, `id` printed exactly.',
-        content: { 'application/json': { schema: { $ref: '#/components/schemas/NewPlant' } } },
+        content: {
+          'application/json': {
+            schema: { $ref: '#/components/schemas/NewPlant' },
+            example: { id: 10, name: 'Monstera', tag: 'indoor' },
+          },
+        },
       },
       responses: {
         '2XX': { description: 'Any 2xx status acknowledges the delivery.' },

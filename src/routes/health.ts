@@ -16,9 +16,14 @@ export function healthRoutes(app: FastifyInstance, storage: Storage): void {
     {
       schema: {
         operationId: 'healthz',
+        tags: ['service'],
         summary: 'Liveness: the process is up',
+        description: 'Answers 200 while the process runs, whatever the store does; needs no token.',
         security: [],
-        response: { 200: { ...Health, description: 'Alive' }, ...errorResponses() },
+        response: {
+          200: { ...Health, description: 'Alive', examples: [{ status: 'ok' }] },
+          ...errorResponses(),
+        },
       },
     },
     async () => ({ status: 'ok' }),
@@ -28,9 +33,15 @@ export function healthRoutes(app: FastifyInstance, storage: Storage): void {
     {
       schema: {
         operationId: 'readyz',
+        tags: ['service'],
         summary: 'Readiness: the store answers',
+        description:
+          'Answers 200 once the store answers a query, 503 with Retry-After while it does not; needs no token.',
         security: [],
-        response: { 200: { ...Health, description: 'Ready' }, ...errorResponses(503) },
+        response: {
+          200: { ...Health, description: 'Ready', examples: [{ status: 'ready', store: 'sqlite' }] },
+          ...errorResponses(503),
+        },
       },
     },
     async (request) => {

@@ -12,6 +12,7 @@ import { bodyId, textId } from './plant-ids.js'
 import { checkText } from './plant-text.js'
 
 const bearer = [{ bearerAuth: [] }]
+const tags = ['plants']
 const DEFAULT_LIMIT = 100
 const LIMIT_RULE = 'must be an integer from 1 to 1000, written in decimal digits'
 /**
@@ -34,7 +35,8 @@ const ListQuery = {
     after: {
       type: 'integer',
       format: 'int64',
-      description: 'Keyset cursor: only plants with a larger id are returned.',
+      description: 'Keyset cursor: only plants with a larger id are returned. An exact int64.',
+      examples: [10],
     },
     tag: { type: 'string', minLength: 1, maxLength: 100, description: 'Only plants with exactly this tag.' },
   },
@@ -106,6 +108,7 @@ export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: To
       },
       schema: {
         operationId: 'addPlant',
+        tags,
         summary: 'Create a plant',
         description:
           'Creates a new plant in the store. Replaying the same id with the same name and tag answers 200 and ' +
@@ -159,6 +162,7 @@ export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: To
       },
       schema: {
         operationId: 'listPlants',
+        tags,
         summary: 'List plants by id, ascending',
         description:
           'Keyset pagination: when more plants remain, a `Link: <...>; rel="next"` header carries the next ' +
@@ -212,7 +216,10 @@ export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: To
       schema: {
         ...byId,
         operationId: 'getPlant',
+        tags,
         summary: 'Read one plant',
+        description:
+          'Answers the stored plant with its id, printed with every digit; 404 when no plant has it.',
         response: {
           200: { $ref: 'StoredPlant', description: 'The plant, with its id' },
           ...errorResponses(400, 401, 403, 404, 500, 503),
@@ -234,6 +241,7 @@ export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: To
       schema: {
         ...byId,
         operationId: 'deletePlant',
+        tags,
         summary: 'Delete one plant',
         description: 'The id can be created again afterwards. A request body is ignored.',
         response: {

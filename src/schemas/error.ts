@@ -40,6 +40,50 @@ const statusText: Record<number, string> = {
   503: 'Store unavailable; retry later',
 }
 
+const rule = (field: string, text: string) => ({ details: [{ field, rule: text }] })
+
+/** One example body per status: a real answer of the service, as a client sees it. */
+export const errorExamples: Record<number, Record<string, unknown>> = {
+  400: {
+    error: 400,
+    message: 'name must NOT have fewer than 1 characters',
+    code: 'VALIDATION_FAILED',
+    ...rule('name', 'must NOT have fewer than 1 characters'),
+  },
+  401: {
+    error: 401,
+    message: 'Authorization header is required: send "Authorization: Bearer <token>"',
+    code: 'UNAUTHENTICATED',
+  },
+  403: {
+    error: 403,
+    message: 'token lacks the scope "plants:write" this operation needs',
+    code: 'INSUFFICIENT_SCOPE',
+  },
+  404: { error: 404, message: 'no plant with id 10', code: 'NOT_FOUND' },
+  409: {
+    error: 409,
+    message:
+      'id 10 already belongs to a plant with a different name; resend the same name and tag, or use another id',
+    code: 'PLANT_CONFLICT',
+    ...rule('name', 'differs from the stored plant with this id'),
+  },
+  413: { error: 413, message: 'body must not be larger than 16384 bytes', code: 'BODY_TOO_LARGE' },
+  415: {
+    error: 415,
+    message: 'Content-Type must be application/json, got "text/plain"',
+    code: 'UNSUPPORTED_MEDIA_TYPE',
+  },
+  417: {
+    error: 417,
+    message: 'Expect header "200-ok" is not supported: only 100-continue is',
+    code: 'EXPECTATION_FAILED',
+    ...rule('Expect', 'must be absent or 100-continue'),
+  },
+  500: { error: 500, message: 'internal server error', code: 'INTERNAL' },
+  503: { error: 503, message: 'the store is unavailable; retry later', code: 'STORE_UNAVAILABLE' },
+}
+
 /** Every 503 carries it (error-handler.ts, health.ts). */
 const retryAfter = {
   'Retry-After': { type: 'integer', minimum: 1, description: 'Seconds to wait before retrying.' },

@@ -6,6 +6,16 @@ import type { FromSchema } from 'json-schema-to-ts'
  * ~600 ms.
  */
 
+/**
+ * What every id's description says: JSON.parse rounds integers beyond 2^53, so a JavaScript client
+ * that uses it reads, and then deletes, the wrong plant.
+ */
+export const EXACT_ID =
+  'Ids are exact 64-bit integers (any int64, -9223372036854775808 to 9223372036854775807), sent and ' +
+  'answered as JSON numbers with every digit kept. JavaScript clients must not parse them with JSON.parse, ' +
+  'which rounds integers beyond 2^53 (9007199254740993 reads as 9007199254740992): read them losslessly ' +
+  '(a BigInt-aware parser, or @plant-store/client).'
+
 /** The seed's Plant: what a create answers. No `id`, exactly as the seed describes it. */
 export const Plant = {
   type: 'object',
@@ -15,6 +25,7 @@ export const Plant = {
     tag: { type: 'string', description: 'Tag that specifies the type', minLength: 1, maxLength: 100 },
   },
   $id: 'Plant',
+  examples: [{ name: 'Monstera', tag: 'indoor' }],
 } as const
 
 /**
@@ -30,8 +41,8 @@ export const NewPlant = {
       properties: {
         id: {
           type: 'integer',
-          description:
-            'Identification number of the plant. Any int64; sent and answered as a JSON number with every digit kept.',
+          description: `Identification number of the plant. ${EXACT_ID}`,
+          examples: [10],
           // No minimum/maximum: JSON numbers print them as doubles (9223372036854776000), which would
           // misstate the range; int64.ts enforces it exactly.
           format: 'int64',
@@ -40,6 +51,7 @@ export const NewPlant = {
     },
   ],
   $id: 'NewPlant',
+  examples: [{ id: 10, name: 'Monstera', tag: 'indoor' }],
   description:
     'Plant plus its id. Properties other than id, name and tag are accepted, ignored and never stored, ' +
     'except `__proto__` and `constructor.prototype` keys at any depth, which are a 400 (VALIDATION_FAILED): ' +
@@ -48,8 +60,13 @@ export const NewPlant = {
 
 export type NewPlantBody = FromSchema<typeof NewPlant, { references: [typeof Plant] }>
 
-/** A plant id in a path or a read answer (a create's body describes its id at more length). */
-const plantId = { type: 'integer', format: 'int64', description: 'Identification number of the plant' }
+/** A plant id in a path or a read answer. */
+const plantId = {
+  type: 'integer',
+  format: 'int64',
+  description: `Identification number of the plant. ${EXACT_ID}`,
+  examples: [10],
+}
 
 /** A stored plant as read back: the Plant fields plus its id. */
 export const StoredPlant = {
@@ -61,9 +78,20 @@ export const StoredPlant = {
     tag: { type: 'string', description: 'Tag that specifies the type' },
   },
   $id: 'StoredPlant',
+  examples: [{ id: 10, name: 'Monstera', tag: 'indoor' }],
 }
 
-export const PlantList = { type: 'array', items: { $ref: 'StoredPlant' }, $id: 'PlantList' }
+export const PlantList = {
+  type: 'array',
+  items: { $ref: 'StoredPlant' },
+  $id: 'PlantList',
+  examples: [
+    [
+      { id: 10, name: 'Monstera', tag: 'indoor' },
+      { id: 11, name: 'Maidenhair fern' },
+    ],
+  ],
+}
 
 export const PlantIdParams = {
   type: 'object',

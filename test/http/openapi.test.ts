@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import { Ajv } from 'ajv'
 import { errorCatalog } from '../../src/errors.js'
 import { sharedSchemas } from '../../src/schemas/shared.js'
-import { startService, type TestService } from '../helpers.js'
+import { projectRoot, startService, type TestService } from '../helpers.js'
 import { request } from '../http-client.js'
 
 describe('GET /openapi.json', () => {
@@ -34,7 +36,8 @@ describe('GET /openapi.json', () => {
   })
 
   it('declares bearerAuth and applies it to every /plants operation', () => {
-    assert.deepEqual(doc.components.securitySchemes.bearerAuth, { type: 'http', scheme: 'bearer' })
+    const { type, scheme } = doc.components.securitySchemes.bearerAuth
+    assert.deepEqual({ type, scheme }, { type: 'http', scheme: 'bearer' })
     for (const [path, item] of Object.entries(doc.paths) as [
       string,
       Record<string, { security?: unknown }>,
@@ -46,16 +49,82 @@ describe('GET /openapi.json', () => {
     }
   })
 
-  it('lists the HEAD that every GET also answers, under an operationId of its own', async () => {
+  it('answers HEAD for every GET without listing it as an operation of its own', async () => {
     for (const path of ['/plants', '/plants/{id}', '/openapi.json', '/healthz', '/readyz']) {
-      assert.equal(doc.paths[path].head?.operationId, `${doc.paths[path].get.operationId}-head`, path)
+      assert.ok(doc.paths[path].get, path)
+      assert.equal(doc.paths[path].head, undefined, path)
     }
     const head = await request('HEAD', `${service.url}/healthz`)
     assert.equal(head.status, 200)
     assert.equal(head.text, '')
   })
 
-  it('declares X-Request-Id on every answer, the challenge on 401 and 403, and no body for HEAD', () => {
+  it('declares a relative server, tags, and a summary and description on every operation', () => {
+    assert.deepEqual(
+      doc.servers.map((server: { url: string }) => server.url),
+      ['/'],
+    )
+    const declaredTags = doc.tags.map((tag: { name: string }) => tag.name)
+    const operations = [
+      ...Object.values(doc.paths).flatMap((item: any) => Object.values(item)),
+      doc.webhooks.newPlant.post,
+    ] as any[]
+    assert.equal(operations.length, 8)
+    for (const operation of operations) {
+      assert.ok(operation.summary?.length > 0, operation.operationId)
+      assert.ok(operation.description?.length > 0, operation.operationId)
+      assert.ok(operation.tags.length > 0, operation.operationId)
+      for (const tag of operation.tags)
+        assert.ok(declaredTags.includes(tag), `${operation.operationId} ${tag}`)
+    }
+    assert.deepEqual(doc.webhooks.newPlant.post.security, [{ webhookSignature: [] }])
+    assert.equal(doc.components.securitySchemes.webhookSignature.name, 'webhook-signature')
+  })
+
+  it('gives every request and response body an example that its schema accepts', () => {
+    const ajv = new Ajv({ strict: false, validateFormats: false })
+    for (const [name, schema] of Object.entries(doc.components.schemas) as [string, object][]) {
+      ajv.addSchema({ ...schema, $id: `#/components/schemas/${name}` }, `#/components/schemas/${name}`)
+    }
+    const bodies: [string, any][] = []
+    const collect = (where: string, operation: any) => {
+      for (const media of Object.values(operation.requestBody?.content ?? {}))
+        bodies.push([`${where} body`, media])
+      for (const [status, response] of Object.entries(operation.responses) as [string, any][])
+        for (const media of Object.values(response.content ?? {})) bodies.push([`${where} ${status}`, media])
+    }
+    for (const [path, item] of Object.entries(doc.paths) as [string, Record<string, any>][])
+      for (const [method, operation] of Object.entries(item)) collect(`${method} ${path}`, operation)
+    collect('webhook newPlant', doc.webhooks.newPlant.post)
+    assert.ok(bodies.length >= 30, `expected every body, saw ${bodies.length}`)
+    for (const [where, media] of bodies) {
+      assert.notEqual(media.example, undefined, `${where} has no example`)
+      const validate = ajv.compile(media.schema)
+      assert.equal(validate(media.example), true, `${where}: ${ajv.errorsText(validate.errors)}`)
+      if (media.schema.$ref === '#/components/schemas/Error')
+        assert.equal(media.example.error, Number(where.split(' ').at(-1)), where)
+    }
+  })
+
+  it('says on every id that ids are exact int64 and must not go through JSON.parse', () => {
+    const ids = [
+      doc.components.schemas.NewPlant.allOf[1].properties.id,
+      doc.components.schemas.StoredPlant.properties.id,
+      doc.paths['/plants/{id}'].get.parameters.find((p: any) => p.name === 'id'),
+    ]
+    for (const id of ids) {
+      assert.match(id.description, /exact 64-bit integers/)
+      assert.match(id.description, /must not parse them with JSON\.parse/)
+    }
+  })
+
+  it('serves the document the linters pass, byte for byte as written by dump-openapi', async () => {
+    const served = await request('GET', `${service.url}/openapi.json`)
+    const dumped = readFileSync(path.join(projectRoot, 'dist/openapi.json'), 'utf8')
+    assert.deepEqual(JSON.parse(dumped), served.json)
+  })
+
+  it('declares X-Request-Id on every answer and the challenge on 401 and 403', () => {
     for (const [path, item] of Object.entries(doc.paths) as [string, Record<string, any>][]) {
       for (const [method, operation] of Object.entries(item)) {
         const where = `${method} ${path}`
@@ -66,7 +135,6 @@ describe('GET /openapi.json', () => {
         for (const [status, response] of Object.entries(operation.responses) as [string, any][]) {
           assert.ok(response.headers['X-Request-Id'], `${where} ${status}`)
           if (status === '401' || status === '403') assert.ok(response.headers['WWW-Authenticate'], where)
-          if (method === 'head') assert.equal(response.content, undefined, `${where} ${status}`)
         }
       }
     }
@@ -106,10 +174,9 @@ describe('GET /openapi.json', () => {
     )
   })
 
-  it('declares every error status of every operation with the Error schema (HEAD: without a body)', () => {
+  it('declares every error status of every operation with the Error schema', () => {
     for (const item of Object.values(doc.paths) as Record<string, { responses: Record<string, unknown> }>[]) {
-      for (const [method, operation] of Object.entries(item)) {
-        if (method === 'head') continue
+      for (const operation of Object.values(item)) {
         for (const [status, response] of Object.entries(operation.responses) as [
           string,
           { content?: Record<string, { schema: { $ref?: string } }> },
