@@ -55,7 +55,9 @@ export function parseAnswers(received: Buffer, headRequests = 0): RawAnswer[] {
     if (status < 200) continue
     let body: Buffer = Buffer.alloc(0)
     const length = headers['content-length']?.[0]
-    const bodiless = status === 204 || status === 304 || heads > 0
+    // A HEAD's answer has no body, unless the parser refused the request (and its method with it).
+    const headAnswered = heads > 0 && (rest.length === 0 || rest.subarray(0, 7).toString() === 'HTTP/1.')
+    const bodiless = status === 204 || status === 304 || headAnswered
     if (heads > 0) heads--
     if (!bodiless && headers['transfer-encoding']?.some((v) => /chunked/i.test(v))) {
       const parts: Buffer[] = []
