@@ -3,7 +3,9 @@ import { TokenVerifier } from './auth/token-verifier.js'
 import type { Config } from './config.js'
 import { ApiError } from './errors.js'
 import { clientErrorHandler } from './http/client-errors.js'
+import { installClientAddress } from './http/client-address.js'
 import { answerConnect } from './http/connect.js'
+import { registerCors } from './http/cors.js'
 import { installErrorHandler, sendError } from './http/error-handler.js'
 import { closeConnectionsWhileDraining } from './http/drain.js'
 import { installExpectHandling } from './http/expect-header.js'
@@ -14,6 +16,7 @@ import { refuseUnsupportedFraming } from './http/message-framing.js'
 import { handlePipelinedRequestsInOrder } from './http/pipelining.js'
 import { badPathEncoding, badQueryEncoding } from './http/query-encoding.js'
 import { installRequestLogging, logRequestLine, requestIdFrom } from './http/request-logging.js'
+import { installSecurityHeaders } from './http/security-headers.js'
 import { dedupedSerializers } from './http/serializers.js'
 import { installValidators } from './http/validators.js'
 import { registerOpenApi } from './openapi/document.js'
@@ -94,7 +97,8 @@ export async function buildApp(
           : badPathEncoding(request.url)
       reply.header('x-request-id', request.id)
       const { method, url, id: reqId } = request
-      logRequestLine(app, { reqId, method, route: null, url, status: refusal.status })
+      const client = app.clientAddressOf(request.raw)
+      logRequestLine(app, { reqId, client, method, route: null, url, status: refusal.status })
       sendError(reply, refusal)
     },
   })
@@ -104,6 +108,8 @@ export async function buildApp(
   // create was stored, never answered and never logged. Half-open, what is in flight is answered,
   // and the connection closed after the last answer.
   ;(app.server as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true
+  installClientAddress(app, config.trustProxy)
+  installSecurityHeaders(app)
   if (options.draining) closeConnectionsWhileDraining(app, options.draining)
   handlePipelinedRequestsInOrder(app)
   routeEveryHttpMethod(app)
@@ -144,6 +150,7 @@ export async function buildApp(
     },
   })
   healthRoutes(app, storage)
+  await registerCors(app, config.corsOrigins)
   answerConnect(app, [
     methodNotAllowed(app, '/plants', ['GET', 'POST']),
     methodNotAllowed(app, '/plants/:id', ['GET', 'DELETE']),

@@ -58,6 +58,16 @@ export interface Config {
   /** Run the webhook delivery worker in this process. */
   webhookWorker: boolean
   /**
+   * `WEBHOOK_ALLOW_PRIVATE`, default false: deliver to loopback, private, link-local and other
+   * non-public addresses too (local receivers, tests). Off, such destinations are refused.
+   */
+  webhookAllowPrivate: boolean
+  /**
+   * `CORS_ORIGINS`: the browser origins allowed to call the API, comma-separated (`*` for any).
+   * Empty (default): no CORS headers at all.
+   */
+  corsOrigins: string[]
+  /**
    * `TRUST_PROXY`: the proxies whose X-Forwarded-Proto/-Host/-For are believed (for the list's
    * `Link` URL and the logs), as IP addresses or CIDR ranges; `true` trusts any. Default: none.
    */
@@ -176,6 +186,31 @@ function trustProxy(env: Env): boolean | string[] {
 }
 
 /**
+ * Origins as a browser sends them (`https://app.example.com`, `http://localhost:3000`): a scheme,
+ * a host and maybe a port, nothing else; `*` alone allows any origin.
+ */
+function corsOrigins(env: Env): string[] {
+  const raw = env.CORS_ORIGINS?.trim()
+  if (!raw) return []
+  const entries = raw.split(',').map((entry) => entry.trim())
+  if (entries.length === 1 && entries[0] === '*') return ['*']
+  for (const entry of entries) {
+    let origin: string | undefined
+    try {
+      origin = new URL(entry).origin
+    } catch {
+      origin = undefined
+    }
+    if (origin !== entry || !/^https?:/.test(entry)) {
+      throw new ConfigError(
+        `CORS_ORIGINS must be * or a comma-separated list of origins such as https://app.example.com (scheme, host and port only), got "${entry}"`,
+      )
+    }
+  }
+  return entries
+}
+
+/**
  * A file path. SQLite's `:memory:` became a file of that name in the working folder; an in-memory
  * store could not keep the durability promise anyway, nor be shared by workers.
  */
@@ -218,6 +253,8 @@ export function loadConfig(env: Env = process.env): Config {
     webhookPollMs: int(env, 'WEBHOOK_POLL_MS', 1_000, 10, 600_000),
     webhookLeaseMs: int(env, 'WEBHOOK_LEASE_MS', 60_000, 100, 86_400_000),
     webhookWorker: bool(env, 'WEBHOOK_WORKER', true),
+    webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', false),
+    corsOrigins: corsOrigins(env),
     trustProxy: trustProxy(env),
   }
   // Node enforces a request timeout only when it is at least the headers timeout (its own rule,

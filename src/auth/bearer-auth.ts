@@ -68,9 +68,15 @@ export function requireScope(verifier: TokenVerifier, scope: Scope) {
       return done(error as Error)
     }
     const verification = verifier.verify(secret)
-    if (!(verification instanceof Promise)) return done(decide(verification))
-    verification.then((result) => done(decide(result)), done)
+    if (!(verification instanceof Promise)) return done(decide(identify(request, verification)))
+    verification.then((result) => done(decide(identify(request, result))), done)
   }
+}
+
+/** Notes the token's id (never its secret) on the request for the log line. */
+function identify(request: FastifyRequest, verification: Verification): Verification {
+  if (verification.ok) request.tokenId = verification.token.id
+  return verification
 }
 
 /** The token in an `Authorization: Bearer <token>` header; throws the 401 for anything else. */

@@ -35,11 +35,12 @@ async function create(open: OpenStore, args: string[]): Promise<void> {
   })
   const name = values.name?.trim()
   if (!name) throw new UsageError('tokens create needs --name NAME')
-  // It is printed in `tokens list`'s table: a control character or a page of text would break it.
+  // It is printed in `tokens list`'s table: a control character or a page of text would break it,
+  // and a format character (U+202E reverses what follows) would make it lie.
   // Counted in characters (code points), as name and tag are: an emoji is one, not two.
-  if ([...name].length > 100 || /\p{Cc}/u.test(name)) {
+  if ([...name].length > 100 || /[\p{Cc}\p{Cf}]/u.test(name)) {
     throw new UsageError(
-      '--name must be at most 100 characters, with no control characters (newline, tab, ...)',
+      '--name must be at most 100 characters, with no control or format characters (newline, tab, U+202E, ...)',
     )
   }
   const scopes = (values.scopes ?? SCOPES.join(','))

@@ -1,7 +1,9 @@
 import { parseArgs } from 'node:util'
 import { randomBase62 } from '../auth/token-format.js'
+import { loadConfig } from '../config.js'
 import type { Delivery, DeliveryAttempt } from '../storage/storage.js'
 import type { OpenStore } from './open-store.js'
+import { literalRefusal } from '../webhooks/destination-policy.js'
 import { generateWebhookSecret } from '../webhooks/signer.js'
 import { CommandError, print, printSecret, table, UsageError } from './output.js'
 
@@ -16,8 +18,11 @@ const DEFAULT_ATTEMPTS_SHOWN = 5
 
 const MAX_URL_LENGTH = 2048
 
-/** An absolute http(s) URL without credentials (fetch refuses those), normalised. */
-export function parseSubscriberUrl(raw: string): string {
+/**
+ * An absolute http(s) URL without credentials, normalised; unless `allowPrivate`, not one whose
+ * host is a non-public address written literally (names are checked at each send).
+ */
+export function parseSubscriberUrl(raw: string, allowPrivate: boolean): string {
   let url: URL
   try {
     url = new URL(raw)
@@ -42,6 +47,8 @@ export function parseSubscriberUrl(raw: string): string {
   if (url.href.length > MAX_URL_LENGTH) {
     throw new UsageError(`webhook URL must be at most ${MAX_URL_LENGTH} characters, got ${url.href.length}`)
   }
+  const refusal = allowPrivate ? undefined : literalRefusal(url)
+  if (refusal) throw new UsageError(`webhook URL ${url.href}: ${refusal}`)
   return url.href
 }
 
@@ -108,7 +115,7 @@ async function add(open: OpenStore, args: string[]): Promise<void> {
   const { positionals } = parseArgs({ args, allowPositionals: true, strict: true })
   const raw = positionals[0]
   if (!raw || positionals.length > 1) throw new UsageError('webhooks add needs exactly one URL')
-  const url = parseSubscriberUrl(raw)
+  const url = parseSubscriberUrl(raw, loadConfig().webhookAllowPrivate)
   const id = `sub_${randomBase62(16)}`
   const secret = generateWebhookSecret()
   const storage = await open({ create: true })

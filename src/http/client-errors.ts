@@ -1,8 +1,10 @@
 import { maxHeaderSize, type ServerResponse, STATUS_CODES } from 'node:http'
+import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import { type ErrorCode, errorCatalog } from '../errors.js'
 import { isLevelEnabled } from './lazy-request-logger.js'
+import { securityHeaders } from './security-headers.js'
 
 type ParserError = Error & { code?: string; reason?: string; rawPacket?: unknown }
 
@@ -72,7 +74,8 @@ export function clientErrorHandler(this: FastifyInstance, error: ParserError, so
   const status = errorCatalog[code].status
   afterAnswersInProgress(connection, () => {
     if (isLevelEnabled(this.log, 'info')) {
-      this.log.info({ status, code, parserError: error.code, reason: error.reason }, 'client error')
+      const client = (socket as Partial<Socket>).remoteAddress
+      this.log.info({ status, code, client, parserError: error.code, reason: error.reason }, 'client error')
     }
     answerOnSocket(socket, code, message)
   })
@@ -121,7 +124,7 @@ export function answerOnSocket(
   const status = errorCatalog[code].status
   if (socket.writable) {
     const body = JSON.stringify({ error: status, message, code })
-    const extra = Object.entries(headers)
+    const extra = Object.entries({ ...securityHeaders(undefined), ...headers })
       .map(([name, value]) => `${name}: ${value}\r\n`)
       .join('')
     socket.write(

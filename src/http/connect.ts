@@ -3,6 +3,7 @@ import { type ErrorCode, errorCatalog } from '../errors.js'
 import { type KnownPath, shownPath } from '../routes/method-not-allowed.js'
 import { answerOnSocket } from './client-errors.js'
 import { logRequestLine, requestIdFrom } from './request-logging.js'
+import { securityHeaders } from './security-headers.js'
 
 function decodeSegment(segment: string): string | undefined {
   try {
@@ -45,7 +46,7 @@ export function answerConnect(app: FastifyInstance, known: readonly KnownPath[])
     const reqId = requestIdFrom(req.headers['x-request-id'])
     const url = req.url ?? ''
     const path = knownPathOf(known, url)
-    const headers: Record<string, string> = { 'X-Request-Id': reqId }
+    const headers: Record<string, string> = { 'X-Request-Id': reqId, ...securityHeaders(url) }
     let code: ErrorCode
     let message: string
     if (path) {
@@ -58,6 +59,7 @@ export function answerConnect(app: FastifyInstance, known: readonly KnownPath[])
     }
     logRequestLine(app, {
       reqId,
+      client: app.clientAddressOf(req),
       method: 'CONNECT',
       route: path?.url ?? null,
       url,

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { errorCatalog } from '../errors.js'
 import { logRequestLine, requestIdFrom } from './request-logging.js'
+import { securityHeaders } from './security-headers.js'
 
 /**
  * An Expect field value whose every member is `100-continue` (RFC 9110 10.1.1; repeated fields
@@ -43,10 +44,18 @@ export function installExpectHandling(app: FastifyInstance): void {
       'content-type': 'application/json; charset=utf-8',
       'content-length': Buffer.byteLength(body),
       'x-request-id': reqId,
+      ...securityHeaders(req.url),
       connection: 'close',
     })
     res.end(body)
-    logRequestLine(app, { reqId, method: req.method, route: null, url: req.url, status })
+    logRequestLine(app, {
+      reqId,
+      client: app.clientAddressOf(req),
+      method: req.method,
+      route: null,
+      url: req.url,
+      status,
+    })
   }
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
     if (isContinueOnly(req.headers.expect ?? '')) server.emit('request', req, res)

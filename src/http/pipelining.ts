@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 
 /** `upgrade` among the Connection header's options: with an Upgrade header, what Node's parser stops at. */
@@ -25,10 +26,16 @@ export function handlePipelinedRequestsInOrder(app: FastifyInstance): void {
       reply.header('connection', 'close')
     }
     const response = reply.raw
-    if (response.socket) return done()
+    // After an answer that closed the connection (Connection: close), Node still handed a request
+    // parsed behind it the ended socket: a create was stored and its answer lost. It is not handled.
+    const open = (socket: Duplex) => !socket.destroyed && !socket.writableEnded
+    if (response.socket) {
+      if (open(response.socket)) done()
+      return
+    }
     // Node hands the socket on when the answer before is done, also after the connection closed.
     response.once('socket', (socket) => {
-      if (!socket.destroyed) done()
+      if (open(socket)) done()
     })
   })
 }

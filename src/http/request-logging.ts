@@ -50,9 +50,18 @@ export function loggedUrl(url: string | undefined): string | undefined {
   return `${path}?${query.join('&')}`
 }
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The id (never the secret) of the token that authenticated this request, for the log. */
+    tokenId: string | null
+  }
+}
+
 /** Fields of the one line logged per request. */
 interface RequestLine {
   reqId: string
+  /** The client's address: the peer, or with TRUST_PROXY the X-Forwarded-For hop it vouches for. */
+  client: string | undefined
   method: string | undefined
   route: string | null
   url: string | undefined
@@ -72,6 +81,7 @@ export function logRequestLine(app: FastifyInstance, line: RequestLine): void {
  * hooks take callbacks rather than being async: each async hook costs every request a promise.
  */
 export function installRequestLogging(app: FastifyInstance): void {
+  app.decorateRequest('tokenId', null)
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
     done()
@@ -84,6 +94,8 @@ export function installRequestLogging(app: FastifyInstance): void {
     app.log.info(
       {
         reqId: request.id,
+        client: request.ip,
+        tokenId: request.tokenId,
         method: request.method,
         route: request.routeOptions.url ?? null,
         url: loggedUrl(request.url),

@@ -55,7 +55,7 @@ export function healthRoutes(app: FastifyInstance, storage: Storage): void {
             ? 'accepts no writes'
             : error instanceof StoreWriteError
               ? 'could not write just now'
-              : 'does not answer'
+              : 'does not answer, or cannot read its plants'
         throw new ApiError('STORE_UNAVAILABLE', `the ${storage.kind} store ${reason}`, {
           headers: { 'retry-after': '5' },
         })

@@ -156,7 +156,7 @@ export interface Storage {
   /** The newest `each` attempts of each of these deliveries, newest first per delivery. */
   listAttempts(deliveryIds: readonly string[], each: number): Promise<DeliveryAttempt[]>
 
-  /** Resolves when the store answers a trivial query. */
+  /** Resolves when the store can read its plants table (and, for a server, take writes). */
   ping(): Promise<void>
   close(): Promise<void>
 }

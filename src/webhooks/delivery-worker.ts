@@ -20,6 +20,7 @@ export type WorkerConfig = Pick<
   | 'webhookBackoffMaxMs'
   | 'webhookPollMs'
   | 'webhookLeaseMs'
+  | 'webhookAllowPrivate'
 >
 
 export interface DeliveryWorkerOptions {
@@ -211,7 +212,8 @@ export class DeliveryWorker implements Background {
 
   /** One attempt: send (`send-webhook.ts`), then log and record what became of it. */
   private async deliver(delivery: LeasedDelivery, controller: AbortController): Promise<void> {
-    const sent = await sendWebhook(delivery, this.config.webhookTimeoutMs, controller)
+    const { webhookTimeoutMs: timeoutMs, webhookAllowPrivate: allowPrivate } = this.config
+    const sent = await sendWebhook(delivery, { timeoutMs, allowPrivate }, controller)
     const { status, interrupted } = sent
     // Cut short by stop(): recorded, so the operator sees it, and due again at once rather than when
     // the lease runs out, for this process after a restart or for another instance now. The

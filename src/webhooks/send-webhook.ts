@@ -1,7 +1,13 @@
+import { request as httpRequest, type IncomingMessage, type RequestOptions } from 'node:http'
+import { request as httpsRequest } from 'node:https'
 import type { LeasedDelivery } from '../storage/storage.js'
+import { publicOnlyLookup, refusedLiteral } from './destination-policy.js'
 import { signWebhook } from './signer.js'
 
 const USER_AGENT = 'plant-store-webhooks/1'
+
+/** Most bytes of a subscriber's answer body read; the rest is dropped with the connection. */
+export const MAX_ANSWER_BYTES = 64 * 1024
 
 /** What became of one send. */
 export interface SendOutcome {
@@ -13,15 +19,23 @@ export interface SendOutcome {
   interrupted: boolean
 }
 
+export interface SendOptions {
+  timeoutMs: number
+  /** WEBHOOK_ALLOW_PRIVATE: connect to loopback, private and other non-public addresses too. */
+  allowPrivate: boolean
+}
+
 /**
  * One signed POST of a delivery's payload, bounded by `timeoutMs`. Never throws: a failure is an
- * outcome. `controller` lets the caller cut the send short; the timeout aborts it too.
+ * outcome. `controller` lets the caller cut the send short; the timeout aborts it too. Unless
+ * `allowPrivate`, a destination that is (or resolves to) a non-public address fails unconnected.
  */
 export async function sendWebhook(
   delivery: Pick<LeasedDelivery, 'id' | 'url' | 'secret' | 'payload'>,
-  timeoutMs: number,
+  options: SendOptions,
   controller: AbortController,
 ): Promise<SendOutcome> {
+  const { timeoutMs } = options
   let timedOut = false
   const timer = setTimeout(() => {
     timedOut = true
@@ -31,21 +45,10 @@ export async function sendWebhook(
   let error: string | null = null
   let interrupted = false
   try {
-    const response = await fetch(delivery.url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'user-agent': USER_AGENT,
-        ...signWebhook(delivery.secret, delivery.id, delivery.payload),
-      },
-      body: delivery.payload,
-      signal: controller.signal,
-      // A redirect is not an acknowledgement, and following it could leak the signed body elsewhere.
-      redirect: 'manual',
-    })
-    status = response.status
-    // The answer's body is not used; drop it (still under the timeout) so the socket is released.
-    await response.body?.cancel().catch(() => {})
+    const url = new URL(delivery.url)
+    const refusal = options.allowPrivate ? undefined : refusedLiteral(url)
+    if (refusal) throw refusal
+    status = await post(url, delivery, options.allowPrivate, controller.signal)
     if (status < 200 || status > 299) error = `HTTP ${status}`
   } catch (caught) {
     if (timedOut) error = `timeout after ${timeoutMs} ms`
@@ -55,6 +58,50 @@ export async function sendWebhook(
     clearTimeout(timer)
   }
   return { status, error, interrupted }
+}
+
+/**
+ * Resolves with the status once the answer's body is read (at most MAX_ANSWER_BYTES of it) or cut
+ * off; rejects only when no answer came. Redirects are not followed: a redirect is no
+ * acknowledgement, and following it could leak the signed body elsewhere.
+ */
+function post(
+  url: URL,
+  delivery: Pick<LeasedDelivery, 'id' | 'secret' | 'payload'>,
+  allowPrivate: boolean,
+  signal: AbortSignal,
+): Promise<number> {
+  const body = Buffer.from(delivery.payload)
+  const options: RequestOptions = {
+    method: 'POST',
+    signal,
+    headers: {
+      'content-type': 'application/json',
+      'content-length': body.length,
+      'user-agent': USER_AGENT,
+      ...signWebhook(delivery.secret, delivery.id, delivery.payload),
+    },
+    ...(allowPrivate ? {} : { lookup: publicOnlyLookup }),
+  }
+  const send = url.protocol === 'https:' ? httpsRequest : httpRequest
+  return new Promise((resolve, reject) => {
+    let answered = false
+    const request = send(url, options, (response: IncomingMessage) => {
+      answered = true
+      let read = 0
+      response.on('data', (chunk: Buffer) => {
+        read += chunk.length
+        if (read > MAX_ANSWER_BYTES) response.destroy()
+      })
+      // The status is what counts; a body cut off (by the cap or the timeout) does not change it.
+      response.on('error', () => {})
+      response.on('close', () => resolve(response.statusCode ?? 0))
+    })
+    request.on('error', (error) => {
+      if (!answered) reject(error)
+    })
+    request.end(body)
+  })
 }
 
 /** A short reason for a failed send: the system error (`connect ECONNREFUSED 127.0.0.1:9`) when there is one. */

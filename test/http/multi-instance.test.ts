@@ -82,7 +82,7 @@ if (
     }
 
     before(async () => {
-      env = await serviceEnv(store, { WEBHOOK_POLL_MS: '50' })
+      env = await serviceEnv(store, { WEBHOOK_POLL_MS: '50', WEBHOOK_ALLOW_PRIVATE: 'true' })
       token = await createToken(env, 'multi-instance')
       for (let i = 0; i < 3; i++) instances.push(await spawnService({ ...env, KEEP_DATABASE: '1' }))
       assert.equal(new Set(instances.map((s) => s.url)).size, 3)

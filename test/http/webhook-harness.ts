@@ -21,6 +21,8 @@ import { request } from '../http-client.js'
 
 export const FAST: Record<string, string> = {
   LOG_LEVEL: 'info',
+  // The receivers listen on loopback, which is refused by default.
+  WEBHOOK_ALLOW_PRIVATE: 'true',
   WEBHOOK_POLL_MS: '50',
   WEBHOOK_BACKOFF_BASE_MS: '50',
   WEBHOOK_BACKOFF_MAX_MS: '200',

@@ -301,8 +301,10 @@ export class PostgresStorage implements Storage {
 
   /** Ready means able to take writes too: a standby, or a primary set read-only, is not. */
   async ping(): Promise<void> {
+    // Reads the table every plant route needs: a store without it is not ready to serve them.
     const [row] = await this.guardIdempotent(
-      () => this.sql`SELECT current_setting('transaction_read_only') = 'on' AS read_only`,
+      () => this.sql`SELECT current_setting('transaction_read_only') = 'on' AS read_only,
+        EXISTS (SELECT 1 FROM plants) AS readable`,
     )
     if (row?.read_only === true) {
       throw new StoreReadOnlyError(

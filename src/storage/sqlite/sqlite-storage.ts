@@ -93,7 +93,8 @@ export class SqliteStorage implements Storage {
         'SELECT count(*) AS n FROM tokens WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)',
       ),
       listSubscriptions: db.prepare('SELECT * FROM webhook_subscriptions ORDER BY created_at, id'),
-      ping: db.prepare('SELECT 1'),
+      // Reads the table every plant route needs: a store without it is not ready to serve them.
+      ping: db.prepare('SELECT 1 FROM plants LIMIT 1'),
       dataVersion: db.prepare('PRAGMA data_version').pluck(),
     }
   }
@@ -219,7 +220,7 @@ export class SqliteStorage implements Storage {
     })
   }
 
-  /** Healthy when the file answers a query and the writer takes writes. */
+  /** Healthy when the plants table can be read and the writer takes writes. */
   async ping(): Promise<void> {
     this.statements.ping.get()
     this.writer.check()

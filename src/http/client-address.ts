@@ -1,0 +1,24 @@
+import type { IncomingMessage } from 'node:http'
+import proxyAddr from '@fastify/proxy-addr'
+import type { FastifyInstance } from 'fastify'
+import type { Config } from '../config.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The client's address for a request no Fastify route saw (CONNECT, a refused Expect). */
+    clientAddressOf(req: IncomingMessage): string | undefined
+  }
+}
+
+/**
+ * Gives answers written outside Fastify's routes the client address `request.ip` gives the others:
+ * the peer, or with TRUST_PROXY the last X-Forwarded-For hop before the first untrusted one.
+ */
+export function installClientAddress(app: FastifyInstance, trustProxy: Config['trustProxy']): void {
+  const trust =
+    trustProxy === true ? () => true : trustProxy === false ? () => false : proxyAddr.compile(trustProxy)
+  app.decorate('clientAddressOf', (req: IncomingMessage) => {
+    if (!req.socket) return undefined
+    return proxyAddr.all(req, trust).at(-1)
+  })
+}
