@@ -25,7 +25,8 @@ await build({
   platform: 'node',
   format: 'esm',
   target: 'node20',
-  external: ['better-sqlite3'],
+  // pg-native is pg's optional native binding, which this service does not use.
+  external: ['better-sqlite3', 'pg-native'],
   // Most dependencies are CommonJS and call require(); an ES module has none of its own.
   banner: {
     js: "import { createRequire as __createRequire } from 'node:module';\nconst require = __createRequire(import.meta.url);",
