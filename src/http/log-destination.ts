@@ -2,7 +2,11 @@ import fs from 'node:fs'
 
 /** The file calls a destination makes; fs's own, or a test's stand-in. */
 export interface LogIo {
-  write(fd: number, data: Buffer, callback: (error: NodeJS.ErrnoException | null, written: number) => void): void
+  write(
+    fd: number,
+    data: Buffer,
+    callback: (error: NodeJS.ErrnoException | null, written: number) => void,
+  ): void
   writeSync(fd: number, data: Buffer): number
 }
 
@@ -115,7 +119,8 @@ export class LogDestination {
     if (!this.readerGone && this.queue.length > 0) {
       const { data, lines } = this.take()
       try {
-        for (let offset = 0; offset < data.length; ) offset += this.io.writeSync(this.fd, data.subarray(offset))
+        for (let offset = 0; offset < data.length;)
+          offset += this.io.writeSync(this.fd, data.subarray(offset))
       } catch (error) {
         this.drop(lines, (error as NodeJS.ErrnoException).code ?? 'write failed')
       }

@@ -93,12 +93,12 @@ describe('keyset listing uses an index range scan (postgres)', () => {
       await sql`INSERT INTO plants (id, name, tag, created_at)
         SELECT i, 'p' || i, 't' || (i % 10), now() FROM generate_series(1, 200000) AS i`
       await sql`ANALYZE plants`
-      // The adapter's statements, with the parameters a page of 100 past id 150000 binds.
+      // The adapter's batch statements, with the parameters pages of 100 (past id 150000) bind.
       const shapes = [
-        [listPlantsPgSql.first, '101'],
-        [listPlantsPgSql.after, '101, 150000'],
-        [listPlantsPgSql.tagFirst, "101, 't3'"],
-        [listPlantsPgSql.tagAfter, "101, 't3', 150000"],
+        [listPlantsPgSql.first, "'{101}'"],
+        [listPlantsPgSql.after, "'{101, 101}', '{150000, 190000}'"],
+        [listPlantsPgSql.tagFirst, "'{101}', '{t3}'"],
+        [listPlantsPgSql.tagAfter, "'{101}', '{t3}', '{150000}'"],
       ]
       for (const [i, [shape, values]] of shapes.entries()) {
         await sql.unsafe(`PREPARE shape${i} AS ${shape}`)

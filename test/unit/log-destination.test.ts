@@ -19,7 +19,11 @@ function failingFirst(failures: number, code: string): LogIo & { calls: number; 
   const io = {
     calls: 0,
     syncCalls: 0,
-    write(fd: number, data: Buffer, callback: (error: NodeJS.ErrnoException | null, written: number) => void) {
+    write(
+      fd: number,
+      data: Buffer,
+      callback: (error: NodeJS.ErrnoException | null, written: number) => void,
+    ) {
       io.calls++
       if (io.calls <= failures) {
         setImmediate(() => callback(Object.assign(new Error(code), { code }), 0))
