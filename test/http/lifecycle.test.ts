@@ -13,6 +13,19 @@ import { request } from '../http-client.js'
  * A POST /plants whose body is only partly sent, so it is in flight when a signal lands; `rest` is
  * what completes it, and `reply` collects what the server sends back on the connection.
  */
+/** Waits (up to 5 s) for a service started outside spawnService to answer /healthz. */
+async function untilHealthy(port: number): Promise<void> {
+  let ready = false
+  for (let i = 0; i < 100 && !ready; i++) {
+    ready = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+      (response) => response.ok,
+      () => false,
+    )
+    if (!ready) await sleep(50)
+  }
+  assert.ok(ready, 'the service never answered')
+}
+
 async function postInFlight(url: string, token: string, body: string) {
   const socket = net.connect(Number(new URL(url).port), '127.0.0.1')
   await new Promise((resolve) => socket.once('connect', resolve))
@@ -135,15 +148,7 @@ for (const store of testStores()) {
         },
       )
       const exited = new Promise<number | null>((resolve) => shell.on('exit', (code) => resolve(code)))
-      let ready = false
-      for (let i = 0; i < 100 && !ready; i++) {
-        ready = await fetch(`http://127.0.0.1:${port}/healthz`).then(
-          (response) => response.ok,
-          () => false,
-        )
-        if (!ready) await sleep(50)
-      }
-      assert.ok(ready, 'the service never answered')
+      await untilHealthy(port)
       const servicePid = Number(
         execFileSync('pgrep', ['-P', String(shell.pid), '-f', cliPath], { encoding: 'utf8' }),
       )
@@ -164,15 +169,7 @@ for (const store of testStores()) {
       let stderr = ''
       child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
       const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
-      let ready = false
-      for (let i = 0; i < 100 && !ready; i++) {
-        ready = await fetch(`http://127.0.0.1:${port}/healthz`).then(
-          (response) => response.ok,
-          () => false,
-        )
-        if (!ready) await sleep(50)
-      }
-      assert.ok(ready, 'the service never answered')
+      await untilHealthy(port)
       assert.equal((await fetch(`http://127.0.0.1:${port}/plants/1`)).status, 401)
       child.kill('SIGTERM')
       const code = await Promise.race([exited, sleep(10_000).then(() => 'still running')])
