@@ -10,7 +10,8 @@ import { inTransaction } from '../../src/storage/postgres/transaction.js'
 import { type Storage, StoreUnavailableError } from '../../src/storage/storage.js'
 import { type Admin, pgAdmin } from '../pg-admin.js'
 import { storageContract } from './contract.js'
-import { listPlants, payloadOf, plant, readPlant } from './fixtures.js'
+import { create, listPlants, payloadOf, plant, readPlant } from './fixtures.js'
+import { plantJson } from '../../src/storage/plant-json.js'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -317,6 +318,45 @@ if (!url) {
         await admin.end()
       }
     })
+
+    it('answers each of many reads issued together (one batch) with its own plant or page', () =>
+      withStoreAndAdmin(async (store) => {
+        for (let id = 1n; id <= 30n; id++)
+          await create(store, plant(id, `p${id}`, id % 3n === 0n ? 'fern' : undefined))
+        const ids = [5n, 5n, 31n, 1n, 30n, -1n, 9223372036854775807n, 17n]
+        const reads = await Promise.all(ids.map((id) => store.readPlantJson(id)))
+        assert.deepEqual(
+          reads,
+          ids.map((id) =>
+            id >= 1n && id <= 30n
+              ? plantJson(plant(id, `p${id}`, id % 3n === 0n ? 'fern' : undefined))
+              : undefined,
+          ),
+        )
+        const queries = [
+          { limit: 2 },
+          { limit: 2 },
+          { limit: 5, after: 27n },
+          { limit: 3, tag: 'fern' },
+          { limit: 10, tag: 'fern', after: 24n },
+          { limit: 4, tag: 'cactus' },
+          { limit: 1, after: 30n },
+        ]
+        const pages = await Promise.all(queries.map((query) => store.listPlantsJson(query)))
+        const idsOf = (json: string) => (JSON.parse(json) as { id: number }[]).map((p) => p.id)
+        assert.deepEqual(
+          pages.map((page) => [idsOf(page.json), page.lastId, page.more]),
+          [
+            [[1, 2], 2n, true],
+            [[1, 2], 2n, true],
+            [[28, 29, 30], 30n, false],
+            [[3, 6, 9], 9n, true],
+            [[27, 30], 30n, false],
+            [[], undefined, false],
+            [[], undefined, false],
+          ],
+        )
+      }))
 
     it('survives its connection being terminated inside a transaction, between two statements', async () => {
       const pool = createPool({ ...options, poolSize: 1 })
