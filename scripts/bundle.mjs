@@ -25,8 +25,9 @@ await build({
   platform: 'node',
   format: 'esm',
   target: 'node20',
-  // Swagger UI reads its page's files from its own folder (__dirname), which a bundle has not.
-  external: ['better-sqlite3', '@fastify/swagger-ui'],
+  // Swagger UI reads its page's files from its own folder (__dirname), which a bundle has not;
+  // pg-native is pg's optional native binding, which this service does not use.
+  external: ['better-sqlite3', '@fastify/swagger-ui', 'pg-native'],
   // Most dependencies are CommonJS and call require(); an ES module has none of its own.
   banner: {
     js: "import { createRequire as __createRequire } from 'node:module';\nconst require = __createRequire(import.meta.url);",

@@ -12,6 +12,7 @@ import { installExpectHandling } from './http/expect-header.js'
 import { requireHost } from './http/host-header.js'
 import { registerJsonBodyParser } from './http/json-body.js'
 import { lazyRequestLogger } from './http/lazy-request-logger.js'
+import { stdoutLog } from './http/log-destination.js'
 import { refuseUnsupportedFraming } from './http/message-framing.js'
 import { handlePipelinedRequestsInOrder } from './http/pipelining.js'
 import { badPathEncoding, badQueryEncoding } from './http/query-encoding.js'
@@ -52,6 +53,8 @@ export async function buildApp(
     logger: {
       level: config.logLevel,
       redact: { paths: ['req.headers.authorization', 'headers.authorization'], censor: '[redacted]' },
+      // Exits promptly when stdout's reader is gone; counts lines a full disk loses (log-destination.ts).
+      stream: stdoutLog(),
     },
     // One line per request, written by installRequestLogging, instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),

@@ -150,16 +150,10 @@ function databaseUrl(env: Env): string | undefined {
     )
   }
   if (url.port === '0') throw new ConfigError('DATABASE_URL port must be between 1 and 65535, got 0')
-  // postgres.js takes any other value as "use TLS", and the only error was a TLS disconnect.
+  // A misspelt mode would otherwise fail only later, as a TLS error from the driver.
   const sslmode = url.searchParams.get('sslmode')
   if (sslmode !== null && !SSL_MODES.includes(sslmode)) {
     throw new ConfigError(`DATABASE_URL sslmode must be one of ${SSL_MODES.join(', ')}; got "${sslmode}"`)
-  }
-  // postgres.js 3.4.9 splits the host on ':' and looked up "[" (ENOTFOUND).
-  if (url.hostname.startsWith('[')) {
-    throw new ConfigError(
-      'DATABASE_URL: the PostgreSQL driver cannot connect to a bracketed IPv6 address; use a host name that resolves to it',
-    )
   }
   return raw
 }

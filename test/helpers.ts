@@ -7,7 +7,6 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import postgres from 'postgres'
 import {
   generateTokenId,
   generateTokenSecret,
@@ -18,6 +17,7 @@ import {
 import { loadConfig } from '../src/config.js'
 import { type RunningServer, startServer } from '../src/server.js'
 import { openStorage } from '../src/storage/open.js'
+import { pgAdmin } from './pg-admin.js'
 import type { Storage } from '../src/storage/storage.js'
 
 export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
@@ -39,11 +39,11 @@ export function tempDir(prefix = 'plant-store-test-'): string {
 
 /** Empties the shared test database so every service starts from nothing. */
 export async function resetPostgres(url: string): Promise<void> {
-  const sql = postgres(url, { max: 1, onnotice: () => {} })
+  const sql = pgAdmin(url)
   try {
     await sql.unsafe('DROP SCHEMA IF EXISTS public CASCADE; CREATE SCHEMA public')
   } finally {
-    await sql.end({ timeout: 5 })
+    await sql.end()
   }
 }
 

@@ -6,7 +6,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import Database from 'better-sqlite3'
-import postgres from 'postgres'
+import pg from 'pg'
 import { idStep } from './stored-ids.mjs'
 import { track } from './proc.mjs'
 
@@ -117,7 +117,12 @@ const withDatabase = (url, name) => {
   return parsed.toString()
 }
 
-const connect = (url) => postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 30 })
+/** One connection; `unsafe(text)` resolves to the rows, `end()` closes it. */
+const connect = (url) => {
+  const pool = new pg.Pool({ connectionString: url, max: 1, connectionTimeoutMillis: 30_000 })
+  pool.on('error', () => {})
+  return { unsafe: async (text) => (await pool.query(text)).rows, end: () => pool.end() }
+}
 
 /**
  * Creates a fresh database `name` on the server of serverUrl, migrates it with the service's CLI

@@ -24,7 +24,7 @@ export interface ListQuery {
  * Reads come back as the JSON text the API sends (see plant-json.ts), so each adapter can produce
  * it the cheapest way it has: SQLite builds it in SQL, because turning rows into objects with
  * BigInt ids and serialising them again cost more than the query;
- * PostgreSQL sends rows and the adapter prints them. A page is an array of plants by id.
+ * PostgreSQL builds it too, one text per plant or page. A page is an array of plants by id.
  */
 export interface PlantPage {
   json: string

@@ -4,7 +4,6 @@ import path from 'node:path'
 import { spawn } from 'node:child_process'
 import { after, before, describe, it } from 'node:test'
 import Database from 'better-sqlite3'
-import postgres from 'postgres'
 import { hashToken } from '../../src/auth/token-format.js'
 import {
   cliPath,
@@ -15,6 +14,7 @@ import {
   tempDir,
   testStores,
 } from '../helpers.js'
+import { pgAdmin } from '../pg-admin.js'
 import { request } from '../http-client.js'
 
 for (const store of testStores()) {
@@ -147,7 +147,7 @@ for (const store of testStores()) {
             db.close()
           }
         } else {
-          const sql = postgres(env.DATABASE_URL as string, { max: 1, onnotice: () => {} })
+          const sql = pgAdmin(env.DATABASE_URL as string)
           try {
             await sql.unsafe(statement)
           } finally {

@@ -2,8 +2,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import Database from 'better-sqlite3'
-import postgres from 'postgres'
 import { runCli, serviceEnv, startService, type StoreKind, type TestService, testStores } from '../helpers.js'
+import { pgAdmin } from '../pg-admin.js'
 import { answerTo, requestBytes } from '../raw-http.js'
 
 /** Renames the plants table behind the service's back, as an operator's mistake would. */
@@ -18,11 +18,11 @@ async function renamePlants(store: StoreKind, env: Record<string, string>, from:
     }
     return
   }
-  const sql = postgres(env.DATABASE_URL as string, { max: 1, onnotice: () => {} })
+  const admin = pgAdmin(env.DATABASE_URL as string)
   try {
-    await sql.unsafe(statement)
+    await admin.unsafe(statement)
   } finally {
-    await sql.end({ timeout: 5 })
+    await admin.end()
   }
 }
 

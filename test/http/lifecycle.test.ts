@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { execFileSync, spawn } from 'node:child_process'
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { closeSync, existsSync, mkdtempSync, openSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
@@ -13,6 +13,19 @@ import { request } from '../http-client.js'
  * A POST /plants whose body is only partly sent, so it is in flight when a signal lands; `rest` is
  * what completes it, and `reply` collects what the server sends back on the connection.
  */
+/** Waits (up to 5 s) for a service started outside spawnService to answer /healthz. */
+async function untilHealthy(port: number): Promise<void> {
+  let ready = false
+  for (let i = 0; i < 100 && !ready; i++) {
+    ready = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+      (response) => response.ok,
+      () => false,
+    )
+    if (!ready) await sleep(50)
+  }
+  assert.ok(ready, 'the service never answered')
+}
+
 async function postInFlight(url: string, token: string, body: string) {
   const socket = net.connect(Number(new URL(url).port), '127.0.0.1')
   await new Promise((resolve) => socket.once('connect', resolve))
@@ -122,8 +135,8 @@ for (const store of testStores()) {
 
     it('exits 0 on SIGTERM when whoever read its log output has gone away', async () => {
       // As `serve 2>&1 | head -c 300` leaves it: the reader goes after the first lines, and every
-      // later log write fails with EPIPE. sonic-boom's flush at exit retried those for ever (see
-      // patches/); this exact command reproduced that by hand, though not (yet) under the runner.
+      // later log write fails with EPIPE. pino's own stream (sonic-boom) retried those at exit for
+      // ever; the service's log destination (src/http/log-destination.ts) gives up on them.
       const port = await freePort()
       const env = { ...process.env, ...(await serviceEnv(store)), PORT: String(port), LOG_LEVEL: 'info' }
       const shell = spawn(
@@ -135,15 +148,7 @@ for (const store of testStores()) {
         },
       )
       const exited = new Promise<number | null>((resolve) => shell.on('exit', (code) => resolve(code)))
-      let ready = false
-      for (let i = 0; i < 100 && !ready; i++) {
-        ready = await fetch(`http://127.0.0.1:${port}/healthz`).then(
-          (response) => response.ok,
-          () => false,
-        )
-        if (!ready) await sleep(50)
-      }
-      assert.ok(ready, 'the service never answered')
+      await untilHealthy(port)
       const servicePid = Number(
         execFileSync('pgrep', ['-P', String(shell.pid), '-f', cliPath], { encoding: 'utf8' }),
       )
@@ -152,6 +157,26 @@ for (const store of testStores()) {
       const code = await Promise.race([exited, sleep(10_000).then(() => 'still running')])
       if (code === 'still running') process.kill(servicePid, 'SIGKILL')
       assert.notEqual(code, 'still running', 'the service did not exit on SIGTERM')
+    })
+
+    it('serves and exits 0 on SIGTERM with its log output on a full disk, and counts the lost lines on stderr', async (t) => {
+      if (!existsSync('/dev/full')) return t.skip('no /dev/full on this system')
+      const port = await freePort()
+      const env = { ...process.env, ...(await serviceEnv(store)), PORT: String(port), LOG_LEVEL: 'info' }
+      const full = openSync('/dev/full', 'w')
+      const child = spawn(process.execPath, [cliPath, 'serve'], { env, stdio: ['ignore', full, 'pipe'] })
+      closeSync(full)
+      let stderr = ''
+      child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+      await untilHealthy(port)
+      assert.equal((await fetch(`http://127.0.0.1:${port}/plants/1`)).status, 401)
+      child.kill('SIGTERM')
+      const code = await Promise.race([exited, sleep(10_000).then(() => 'still running')])
+      if (code === 'still running') child.kill('SIGKILL')
+      assert.equal(code, 0, stderr)
+      assert.match(stderr, /"dropped":\d+/, stderr)
+      assert.match(stderr, /log lines could not be written to stdout \(ENOSPC\)/, stderr)
     })
 
     it('on SIGTERM closes a connection that has sent nothing, and exits without waiting for it', async () => {

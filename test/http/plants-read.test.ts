@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import postgres from 'postgres'
 import { startService, type TestService, testStores } from '../helpers.js'
+import { pgAdmin } from '../pg-admin.js'
 import { request } from '../http-client.js'
 
 for (const store of testStores()) {
@@ -104,7 +104,7 @@ describe('a statement timeout on PostgreSQL', () => {
 
   it('answers 503 with Retry-After, not a 500, while a lock holds a statement past DB_STATEMENT_TIMEOUT_MS', async () => {
     const service = await startService('postgres', { DB_STATEMENT_TIMEOUT_MS: '300' })
-    const locker = postgres(process.env.TEST_DATABASE_URL as string, { max: 1, onnotice: () => {} })
+    const locker = pgAdmin(process.env.TEST_DATABASE_URL as string)
     try {
       const token = await service.token()
       await request('POST', `${service.url}/plants`, { token, body: { id: 9, name: 'Locked' } })
@@ -112,11 +112,15 @@ describe('a statement timeout on PostgreSQL', () => {
       const held = new Promise<void>((resolve) => (release = resolve))
       let locked = () => {}
       const isLocked = new Promise<void>((resolve) => (locked = resolve))
-      const transaction = locker.begin(async (sql) => {
+      const sql = await locker.reserve()
+      const transaction = (async () => {
+        await sql`BEGIN`
         await sql`LOCK TABLE plants IN ACCESS EXCLUSIVE MODE`
         locked()
         await held
-      })
+        await sql`COMMIT`
+        sql.release()
+      })()
       await isLocked
       const read = await request('GET', `${service.url}/plants/9`, { token })
       const list = await request('GET', `${service.url}/plants?limit=5`, { token })
@@ -134,7 +138,7 @@ describe('a statement timeout on PostgreSQL', () => {
       }
       assert.equal((await request('GET', `${service.url}/plants/9`, { token })).status, 200)
     } finally {
-      await locker.end({ timeout: 5 })
+      await locker.end()
       await service.close()
     }
   })

@@ -4,7 +4,6 @@ import { readFileSync, rmSync } from 'node:fs'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import postgres from 'postgres'
 import { generateTokenSecret } from '../../src/auth/token-format.js'
 import {
   createToken,
@@ -17,6 +16,7 @@ import {
   postgresHint,
   freePort,
 } from '../helpers.js'
+import { pgAdmin } from '../pg-admin.js'
 import { type ApiResponse, request } from '../http-client.js'
 
 const pgScript = path.join(projectRoot, 'scripts/pg-test-server.sh')
@@ -126,8 +126,8 @@ if (
         assertUnavailable(response, what)
       }
       assert.equal(attempts['a never-seen token'].response.headers.get('www-authenticate'), null)
-      // Many at once: they must not queue for the pool's reconnection attempts (spaced up to 1 s
-      // apart per connection); one retries the server and the others fail at once.
+      // Many at once, more than the pool has connections: none may wait long behind the others'
+      // failed connection attempts.
       const burst = await Promise.all(
         Array.from({ length: 64 }, (_, i) => timed('GET', `${base}/plants/${i + 1}`, { token })),
       )
@@ -230,11 +230,11 @@ if (
     })
 
     it('answers the first requests after its connections are terminated from the pool, not with 503s', async () => {
-      // After a database restart or pg_terminate_backend, each pooled connection is dead but is
-      // handed out once more; a read, or a create, goes on to a live one.
+      // After a database restart or pg_terminate_backend, every pooled connection is dead; a read,
+      // or a create, that meets one before the pool has dropped it goes on to a live one.
       service = await spawnService({ ...env, LOG_LEVEL: 'warn' })
       const base = service.url
-      const admin = postgres(env.DATABASE_URL ?? '', { max: 1, onnotice: () => {} })
+      const admin = pgAdmin(env.DATABASE_URL ?? '')
       try {
         // The first test's plant; a replay when that test ran, a create when it was skipped.
         assert.equal(
@@ -244,8 +244,7 @@ if (
         await Promise.all(Array.from({ length: 8 }, () => request('GET', `${base}/plants`, { token })))
         for (let round = 0; round < 5; round++) {
           await admin`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'plant-store'`
-          // One after another: under concurrent load a postgres.js reconnect can still stall for the
-          // connect timeout after such a reset.
+          // One after another, so that each request meets whatever connection the pool holds then.
           const answers = []
           // A transport failure is reported with the service's log rather than thrown bare.
           const send = (method: string, url: string, options: Parameters<typeof request>[2]) =>
@@ -274,7 +273,7 @@ if (
     })
 
     it('answers 503, not 500, when PostgreSQL takes no writes, and /readyz says so', async () => {
-      const admin = postgres(env.DATABASE_URL ?? '', { max: 1, onnotice: () => {} })
+      const admin = pgAdmin(env.DATABASE_URL ?? '')
       service = await spawnService(env)
       const base = service.url
       try {

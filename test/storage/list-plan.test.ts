@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
 import path from 'node:path'
 import { describe, it } from 'node:test'
-import postgres from 'postgres'
-import { migratePostgres } from '../../src/storage/postgres/postgres-storage.js'
+import { listPlantsPgSql } from '../../src/storage/postgres/plant-reads.js'
+import { createPool, migratePostgres } from '../../src/storage/postgres/postgres-storage.js'
 import { listPlantsSql, openSqliteDatabase } from '../../src/storage/sqlite/sqlite-storage.js'
 import { resetPostgres, tempDir } from '../helpers.js'
+import { pgAdmin } from '../pg-admin.js'
 
 /**
  * Listing must cost the same per page at any depth: an index range scan from the cursor, no OFFSET,
@@ -85,27 +86,30 @@ describe('keyset listing uses an index range scan (postgres)', () => {
   }
   it('plans the adapter query shapes as index scans without a sort', async () => {
     await resetPostgres(url)
-    const sql = postgres(url, { max: 1, onnotice: () => {}, types: { bigint: postgres.BigInt } })
+    const sql = pgAdmin(url)
+    const migrations = createPool({ url, poolSize: 1, statementTimeoutMs: 60_000 }, false)
     try {
-      await migratePostgres(sql)
+      await migratePostgres(migrations)
       await sql`INSERT INTO plants (id, name, tag, created_at)
         SELECT i, 'p' || i, 't' || (i % 10), now() FROM generate_series(1, 200000) AS i`
       await sql`ANALYZE plants`
-      // The same shapes postgres-storage.ts builds: TRUE stands in for an absent filter.
+      // The adapter's batch statements, with the parameters pages of 100 (past id 150000) bind.
       const shapes = [
-        'SELECT id, name, tag FROM plants WHERE TRUE AND TRUE ORDER BY id LIMIT 101',
-        'SELECT id, name, tag FROM plants WHERE TRUE AND id > 150000 ORDER BY id LIMIT 101',
-        "SELECT id, name, tag FROM plants WHERE tag = 't3' AND TRUE ORDER BY id LIMIT 101",
-        "SELECT id, name, tag FROM plants WHERE tag = 't3' AND id > 150000 ORDER BY id LIMIT 101",
+        [listPlantsPgSql.first, "'{101}'"],
+        [listPlantsPgSql.after, "'{101, 101}', '{150000, 190000}'"],
+        [listPlantsPgSql.tagFirst, "'{101}', '{t3}'"],
+        [listPlantsPgSql.tagAfter, "'{101}', '{t3}', '{150000}'"],
       ]
-      for (const shape of shapes) {
-        const rows = await sql.unsafe(`EXPLAIN ${shape}`)
+      for (const [i, [shape, values]] of shapes.entries()) {
+        await sql.unsafe(`PREPARE shape${i} AS ${shape}`)
+        const rows = await sql.unsafe(`EXPLAIN EXECUTE shape${i}(${values})`)
         const text = rows.map((row) => row['QUERY PLAN']).join('\n')
         assert.match(text, /Index (Only )?Scan using/, text)
         assert.doesNotMatch(text, /Sort|Seq Scan/, text)
       }
     } finally {
-      await sql.end({ timeout: 5 })
+      await migrations.end()
+      await sql.end()
       await resetPostgres(url)
     }
   })

@@ -1,7 +1,5 @@
-import net from 'node:net'
-import postgres from 'postgres'
+import pg from 'pg'
 import { StoreUnavailableError } from '../storage.js'
-import type { PgSql } from './migrations.js'
 
 /** How to reach PostgreSQL; mirrors DATABASE_URL, DB_POOL_SIZE and DB_STATEMENT_TIMEOUT_MS. */
 export interface PostgresOptions {
@@ -12,8 +10,17 @@ export interface PostgresOptions {
   statementTimeoutMs: number
 }
 
-/** Socket-level failures (Node) and postgres.js's own connection states. */
-const UNREACHABLE_CODES = new Set([
+/**
+ * How long past DB_STATEMENT_TIMEOUT_MS the service waits for an answer before giving up on it
+ * itself: statement_timeout is enforced by the server, so a frozen or cut-off server never sends it.
+ */
+export const CLIENT_DEADLINE_MARGIN_MS = 1000
+
+/** A new connection (TCP, TLS, startup) that takes longer than this fails the request with a 503. */
+export const CONNECT_TIMEOUT_MS = 5000
+
+/** Socket-level failures that Node reports with a code. */
+const SOCKET_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
   'ENOTFOUND',
@@ -22,11 +29,15 @@ const UNREACHABLE_CODES = new Set([
   'EHOSTUNREACH',
   'ENETUNREACH',
   'EPIPE',
-  'CONNECT_TIMEOUT',
-  'CONNECTION_CLOSED',
-  'CONNECTION_ENDED',
-  'CONNECTION_DESTROYED',
 ])
+
+/**
+ * pg reports its own connection failures (lost socket, connect and query timeouts, a client already
+ * broken) as plain Errors with no code, only a message (brianc/node-postgres#3380), so they are
+ * recognised by it.
+ */
+const PG_CONNECTION_MESSAGE =
+  /^(Connection terminated|timeout expired|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Client was closed)/
 
 /** query_canceled: here, a statement that ran past statement_timeout. */
 const STATEMENT_TIMEOUT_SQLSTATE = '57014'
@@ -49,11 +60,17 @@ function errorCode(error: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined
 }
 
+function isPgConnectionError(error: unknown): boolean {
+  return (
+    error instanceof Error &&
+    !(error instanceof pg.DatabaseError) &&
+    PG_CONNECTION_MESSAGE.test(error.message)
+  )
+}
+
 /**
  * True when the server ended the session the statement was sent on (57P01 terminated by an
- * administrator or a shutdown, 57P02 crash shutdown): the statement did not run, and the pool hands
- * out such a connection once more after a database restart, so the first request on each stale
- * connection failed with a 503 although the database was back.
+ * administrator or a shutdown, 57P02 crash shutdown): the statement did not run.
  */
 export function wasSessionTerminated(error: unknown): boolean {
   const code = errorCode(error)
@@ -63,18 +80,20 @@ export function wasSessionTerminated(error: unknown): boolean {
 /** True when the connection broke under the statement: whether it ran is unknown. */
 export function wasConnectionLost(error: unknown): boolean {
   const code = errorCode(error)
-  return code === 'ECONNRESET' || code === 'EPIPE' || code === 'CONNECTION_CLOSED'
+  if (code === 'ECONNRESET' || code === 'EPIPE') return true
+  return error instanceof Error && error.message.startsWith('Connection terminated unexpectedly')
 }
 
 /**
  * True when the error says the database cannot be reached (as opposed to a bad statement): network
- * errors, postgres.js connection states, SQLSTATE class 08 and server shutdown, start-up or "too
- * many connections". A cancelled statement (57014, statement_timeout) is not one of them.
+ * errors, pg's own connection failures, SQLSTATE class 08 and server shutdown, start-up, "too many
+ * connections" or read-only. A cancelled statement (57014, statement_timeout) is not one of them.
  */
 export function isUnavailableError(error: unknown): boolean {
+  if (isPgConnectionError(error)) return true
   const code = errorCode(error)
   if (!code) return false
-  return UNREACHABLE_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code) || /^08[0-9A-Z]{3}$/.test(code)
+  return SOCKET_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code) || /^08[0-9A-Z]{3}$/.test(code)
 }
 
 /**
@@ -90,67 +109,44 @@ export function toStoreError(error: unknown): unknown {
   }
   if (!isUnavailableError(error)) return error
   const detail = error instanceof Error ? error.message : String(error)
-  return new StoreUnavailableError(`PostgreSQL is unavailable (${errorCode(error)}): ${detail}`, {
+  return new StoreUnavailableError(`PostgreSQL is unavailable (${errorCode(error) ?? 'pg'}): ${detail}`, {
     cause: error,
   })
 }
 
-/**
- * Opens the TCP or unix socket for a new pool connection. It exists to work around a postgres.js
- * 3.4.x bug (porsager/postgres#1193): when the peer closes the socket cleanly (FIN, no error
- * message) before the connection is ready, as a proxy or pooler with no healthy server does, the
- * waiting query is never settled and postgres.js reconnects in a zero-delay loop at full CPU.
- * Turning a clean close into an 'error' event lets postgres.js reject that query (and any sent
- * ones) with CONNECTION_CLOSED, which is exactly what it does itself for established connections,
- * and then fall back to its normal close handling and backoff.
- */
-function openSocket(options: { host: string[]; port: number[]; path: string | false }): net.Socket {
-  // Several hosts in the URL: rotate through them, as postgres.js does when it opens sockets itself.
-  const index = hostCursor++ % Math.max(options.host.length, 1)
-  const host = options.host[index] ?? 'localhost'
-  const port = options.port[index] ?? options.port[0] ?? 5432
-  const socket = options.path ? net.connect(options.path) : net.connect(port, host)
-  // postgres.js names the server in its error messages from these.
-  Object.assign(socket, { host, port })
-  // Registered before postgres.js adds its own listeners, so it runs first. (With TLS postgres.js
-  // removes it while wrapping the socket: the upstream behaviour then applies.)
-  socket.on('close', (hadError) => {
-    if (hadError || socket.listenerCount('error') === 0) return
-    const error = new Error(`write CONNECTION_CLOSED ${options.path || `${host}:${port}`}`)
-    socket.emit('error', Object.assign(error, { code: 'CONNECTION_CLOSED', errno: 'CONNECTION_CLOSED' }))
-  })
-  return socket
-}
-let hostCursor = 0
-
-/** 50 ms, 100 ms, 200 ms ... up to 1 s, with jitter, for the n-th failed connection in a row. */
-export function reconnectDelaySeconds(retries: number): number {
-  return (0.5 + Math.random() / 2) * Math.min(0.05 * 2 ** retries, 1)
-}
+const INT8_OID = 20
 
 /**
- * A postgres.js pool configured for this store. int8 is parsed as `bigint` (postgres.js's default
- * is a string, and a JS number would round ids beyond 2^53); bigint parameters are sent as their
- * decimal text with type int8, so they bind exactly.
+ * int8 as `bigint` (pg's default is a string, and a JS number would round ids beyond 2^53); the
+ * rest as pg parses them (timestamptz as Date). pg sends a bigint parameter as its decimal text.
  */
-export function createPostgresClient(options: PostgresOptions): PgSql {
-  // `socket` is documented in the postgres.js README but missing from its type definitions.
-  const settings: postgres.Options<{ bigint: postgres.PostgresType<bigint> }> & {
-    socket: typeof openSocket
-  } = {
+export const int8AsBigInt = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === INT8_OID && format !== 'binary') return (text: string) => BigInt(text)
+    return pg.types.getTypeParser(oid, format ?? 'text')
+  },
+} as pg.CustomTypesConfig
+
+/**
+ * A pg pool configured for this store. `clientDeadline: false` leaves out the client-side query
+ * timeout, for migrations, whose DDL may run far longer than a request.
+ */
+export function createPool(options: PostgresOptions, clientDeadline = true): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: options.url,
     max: options.poolSize,
-    // Seconds. A request must fail fast (503) rather than hang when the server is unreachable.
-    connect_timeout: 5,
-    // Seconds before a failed connection is retried. postgres.js's default grows to 10-20 s after
-    // a handful of failures, and a query waits for that retry: during an outage requests took up to
-    // 20 s to get their 503, and after it the service stayed unready for as long. Capped at 1 s.
-    backoff: reconnectDelaySeconds,
+    // Waiting for a free connection and opening a new one both fail with a 503 after this.
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     // Idle connections are closed, so a pool that saw an outage holds no half-dead sockets.
-    idle_timeout: 60,
-    onnotice: () => {},
-    types: { bigint: postgres.BigInt },
-    connection: { application_name: 'plant-store', statement_timeout: options.statementTimeoutMs },
-    socket: openSocket,
-  }
-  return postgres(options.url, settings)
+    idleTimeoutMillis: 60_000,
+    // A client-side bound too: the pool then discards the connection, whose server stopped answering.
+    query_timeout: clientDeadline ? options.statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS : undefined,
+    statement_timeout: options.statementTimeoutMs,
+    application_name: 'plant-store',
+    types: int8AsBigInt,
+  })
+  // An idle connection that fails (a restart, pg_terminate_backend) is dropped by the pool, which
+  // then emits 'error'; unhandled, that event would end the process. The next query reconnects.
+  pool.on('error', () => {})
+  return pool
 }

@@ -1,6 +1,6 @@
+import type pg from 'pg'
 import type { CreateOutcome } from '../storage.js'
 import type { CreateRequest } from './create-batcher.js'
-import type { PgSql } from './migrations.js'
 import { toPlant } from './rows.js'
 
 /** Runs a statement under the store's deadline, reachability and dead-connection retry. */
@@ -21,36 +21,18 @@ export type Guarded = <T>(work: () => Promise<T>) => Promise<T>
  * creates in it (stored, and announced to webhooks) answered 500.
  */
 export async function createPlants(
-  sql: PgSql,
+  pool: pg.Pool,
   batch: CreateRequest[],
   guarded: Guarded,
 ): Promise<CreateOutcome[]> {
-  const now = new Date()
-  const rows = await guarded(
-    () => sql`WITH input AS (
-        SELECT * FROM unnest(
-          ${batch.map((r) => String(r.plant.id))}::int8[], ${batch.map((r) => r.plant.name)}::text[],
-          ${batch.map((r) => r.plant.tag ?? null)}::text[], ${batch.map((r) => r.payload)}::text[]
-        ) AS t(id, name, tag, payload)
-      ), written AS (
-        INSERT INTO plants AS p (id, name, tag, created_at)
-        SELECT id, name, tag, ${now} FROM input ORDER BY id
-        ON CONFLICT (id) DO UPDATE SET name = p.name
-          WHERE p.name <> excluded.name OR p.tag IS DISTINCT FROM excluded.tag
-        RETURNING p.id, p.name, p.tag
-      ), inserted AS (
-        SELECT w.id FROM written w JOIN input i USING (id)
-        WHERE w.name = i.name AND w.tag IS NOT DISTINCT FROM i.tag
-      ), enqueued AS (
-        INSERT INTO webhook_deliveries
-          (id, subscription_id, plant_id, payload, status, attempts, next_attempt_at, created_at)
-        SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), s.id, i.id, input.payload,
-               'pending', 0, ${now}, ${now}
-        FROM inserted i JOIN input USING (id)
-        CROSS JOIN (SELECT id FROM webhook_subscriptions FOR KEY SHARE) s
-      )
-      SELECT id, name, tag FROM written`,
-  )
+  const values = [
+    batch.map((r) => r.plant.id),
+    batch.map((r) => r.plant.name),
+    batch.map((r) => r.plant.tag ?? null),
+    batch.map((r) => r.payload),
+    new Date(),
+  ]
+  const { rows } = await guarded(() => pool.query({ name: 'plants-create', text: CREATE_PLANTS, values }))
   const written = new Map(rows.map((row) => [row.id as bigint, toPlant(row)]))
   return batch.map(({ plant }): CreateOutcome => {
     const stored = written.get(plant.id)
@@ -59,3 +41,24 @@ export async function createPlants(
     return same ? { kind: 'created' } : { kind: 'conflict', existing: stored }
   })
 }
+
+const CREATE_PLANTS = `WITH input AS (
+    SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[]) AS t(id, name, tag, payload)
+  ), written AS (
+    INSERT INTO plants AS p (id, name, tag, created_at)
+    SELECT id, name, tag, $5::timestamptz FROM input ORDER BY id
+    ON CONFLICT (id) DO UPDATE SET name = p.name
+      WHERE p.name <> excluded.name OR p.tag IS DISTINCT FROM excluded.tag
+    RETURNING p.id, p.name, p.tag
+  ), inserted AS (
+    SELECT w.id FROM written w JOIN input i USING (id)
+    WHERE w.name = i.name AND w.tag IS NOT DISTINCT FROM i.tag
+  ), enqueued AS (
+    INSERT INTO webhook_deliveries
+      (id, subscription_id, plant_id, payload, status, attempts, next_attempt_at, created_at)
+    SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), s.id, i.id, input.payload,
+           'pending', 0, $5::timestamptz, $5::timestamptz
+    FROM inserted i JOIN input USING (id)
+    CROSS JOIN (SELECT id FROM webhook_subscriptions FOR KEY SHARE) s
+  )
+  SELECT id, name, tag FROM written`

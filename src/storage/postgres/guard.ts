@@ -2,20 +2,12 @@ import { StoreUnavailableError } from '../storage.js'
 import { toStoreError, wasConnectionLost, wasSessionTerminated } from './connection.js'
 
 /**
- * How long past DB_STATEMENT_TIMEOUT_MS the service waits for an answer before giving up on it
- * itself. statement_timeout is enforced by the server, so a server that stops answering (frozen,
- * or cut off by the network with the connection still open) never sends it: requests and /readyz
- * hung for as long as that lasted.
- */
-export const CLIENT_DEADLINE_MARGIN_MS = 1000
-
-/**
  * Runs `work` again on another connection while the one it was sent on turns out dead: the server
  * had ended the session (the statement did not run: see wasSessionTerminated) or, for `idempotent`
- * work only, the connection was reset, where the statement may or may not have run. After a
- * restart or pg_terminate_backend the pool hands out each of its dead connections once more, and
- * the first requests on them got 503s with the database back. Each dead one fails at once, so
- * `attempts` (pool size + 1) bounds the work, and a guard's deadline bounds the time.
+ * work only, the connection was reset, where the statement may or may not have run. A restart or
+ * pg_terminate_backend ends every pooled connection, and a request that takes one in the moment
+ * before the pool hears of it would get a 503 with the database back. Each dead one fails at once,
+ * so `attempts` (pool size + 1) bounds the work, and the guard's deadline bounds the time.
  */
 async function retriedOnDeadConnection<T>(
   work: () => Promise<T>,
@@ -34,8 +26,9 @@ async function retriedOnDeadConnection<T>(
 
 /**
  * Runs database work, turning connectivity failures into StoreUnavailableError (answered as 503).
- * With `deadlineMs`, work that has not settled by then fails the same way; the statement itself
- * goes on in the background (a write may still commit later, as with any lost connection).
+ * With `deadlineMs`, work that has not settled by then (waiting for a connection included) fails
+ * the same way; the statement itself goes on in the background (a write may still commit later, as
+ * with any lost connection) until pg's query_timeout discards its connection.
  */
 export async function guard<T>(
   work: () => Promise<T>,

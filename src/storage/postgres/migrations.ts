@@ -1,8 +1,6 @@
-import type postgres from 'postgres'
+import type pg from 'pg'
 import { checkSchemaNotNewer } from '../schema-version.js'
-
-/** A postgres.js client configured to read int8 as `bigint` (see `createPostgresClient`). */
-export type PgSql = postgres.Sql<{ bigint: bigint }>
+import { inTransaction } from './transaction.js'
 
 /**
  * PostgreSQL schema, one entry per version, mirroring `../sqlite/migrations.ts` (whose version 3,
@@ -94,34 +92,39 @@ export const postgresMigrations: { version: number; name: string; sql: string }[
  */
 export const MIGRATION_LOCK_KEY = 0x706c616e74737472n
 
+/** How long one migration statement may run: 15 minutes. */
+const MIGRATION_TIMEOUT_MS = 15 * 60_000
+
 /**
  * Applies pending migrations and resolves to the versions this call applied (empty when the schema
  * was already current). Safe to run from several instances at once: every migration transaction
  * first takes a transaction-scoped advisory lock, then re-reads `schema_migrations`, so a version
  * is applied exactly once and latecomers wait for it rather than failing on "relation exists".
  */
-export async function migratePostgres(sql: PgSql): Promise<number[]> {
+/** `pool` should have no client-side query timeout: see createPool. */
+export async function migratePostgres(pool: pg.Pool): Promise<number[]> {
   const applied: number[] = []
   for (const migration of postgresMigrations) {
-    // sql.begin() is unsafe if the connection dies mid-transaction (see PostgresStorage); that is
-    // tolerable here, at start-up only, where the worst case is a process that fails to start.
-    const ran = await sql.begin(async (tx) => {
-      // DDL on a large table may outlast the per-request statement timeout set on the pool.
-      await tx`SET LOCAL statement_timeout = '15min'`
-      await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`
+    const ran = await inTransaction(pool, async (tx) => {
+      // DDL on a large table, or waiting for another instance's migration, outlasts the per-request
+      // statement timeout set on the pool.
+      await tx.query(`SET LOCAL statement_timeout = ${MIGRATION_TIMEOUT_MS}`)
+      await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY])
       // Under the lock: two instances creating it at once would collide in pg_type otherwise.
-      await tx`CREATE TABLE IF NOT EXISTS schema_migrations (
-        version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL)`
-      const done = await tx`SELECT 1 FROM schema_migrations WHERE version = ${migration.version}`
-      if (done.length > 0) return false
-      await tx.unsafe(migration.sql)
-      await tx`INSERT INTO schema_migrations (version, name, applied_at)
-        VALUES (${migration.version}, ${migration.name}, now())`
+      await tx.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+        version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL)`)
+      const done = await tx.query('SELECT 1 FROM schema_migrations WHERE version = $1', [migration.version])
+      if (done.rows.length > 0) return false
+      await tx.query(migration.sql)
+      await tx.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, now())', [
+        migration.version,
+        migration.name,
+      ])
       return true
     })
     if (ran) applied.push(migration.version)
   }
-  const [row] = await sql`SELECT max(version) AS version FROM schema_migrations`
-  checkSchemaNotNewer(row?.version as number | null, postgresMigrations.at(-1)?.version ?? 0)
+  const { rows } = await pool.query('SELECT max(version) AS version FROM schema_migrations')
+  checkSchemaNotNewer((rows[0]?.version as number | null) ?? null, postgresMigrations.at(-1)?.version ?? 0)
   return applied
 }

@@ -12,17 +12,17 @@ import type {
   Subscription,
   TokenRecord,
 } from '../storage.js'
+import type pg from 'pg'
 import { StoreReadOnlyError } from '../storage.js'
-import { plantJson } from '../plant-json.js'
 import { CreateBatcher } from './create-batcher.js'
 import { createPlants } from './create-plants.js'
-import { createPostgresClient, type PostgresOptions } from './connection.js'
-import { CLIENT_DEADLINE_MARGIN_MS, guard } from './guard.js'
-import { Reachability } from './reachability.js'
-import { migratePostgres, type PgSql } from './migrations.js'
-import { RECORDABLE, toAttempt, toDelivery, toPlant, toToken } from './rows.js'
+import { CLIENT_DEADLINE_MARGIN_MS, createPool, type PostgresOptions } from './connection.js'
+import { guard } from './guard.js'
+import { migratePostgres } from './migrations.js'
+import { PlantReads } from './plant-reads.js'
+import { RECORDABLE, type Row, toAttempt, toDelivery, toToken } from './rows.js'
 
-export { createPostgresClient, isUnavailableError, type PostgresOptions } from './connection.js'
+export { createPool, isUnavailableError, type PostgresOptions } from './connection.js'
 export { migratePostgres } from './migrations.js'
 
 /**
@@ -36,39 +36,40 @@ const MAX_BATCH = 256
 /**
  * Opens the pool, checks the server version and applies pending migrations. Throws
  * StoreUnavailableError when the server cannot be reached. The pool needs no supervision later:
- * postgres.js opens connections lazily, so after an outage the next query simply reconnects.
+ * it drops connections that fail and opens new ones on demand, so after an outage the next query
+ * simply reconnects.
  */
 export async function openPostgresStorage(options: PostgresOptions): Promise<Storage> {
-  const sql = createPostgresClient(options)
+  const pool = createPool(options)
   try {
-    const [row] = await guard(
-      () => sql`SELECT current_setting('server_version_num')::int AS version`,
+    const { rows } = await guard(
+      () => pool.query("SELECT current_setting('server_version_num')::int AS version"),
       options.statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS,
     )
     // gen_random_uuid() (delivery ids) is built in from PostgreSQL 13.
-    if (!row || (row.version as number) < 130000) throw new Error('PostgreSQL 13 or later is required')
+    if (!rows[0] || (rows[0].version as number) < 130000)
+      throw new Error('PostgreSQL 13 or later is required')
     // No deadline: DDL on a large table, or waiting for another instance's migration, takes long.
-    await guard(() => migratePostgres(sql))
+    const migrations = createPool({ ...options, poolSize: 1 }, false)
+    await guard(() => migratePostgres(migrations)).finally(() => migrations.end())
   } catch (error) {
-    await sql.end({ timeout: 1 }).catch(() => {})
+    await pool.end().catch(() => {})
     throw error
   }
-  return new PostgresStorage(sql, options)
+  return new PostgresStorage(pool, options)
 }
 
 /**
- * The networked store: a postgres.js pool; safe to share between any number of instances.
- *
- * Every method is a single SQL statement (atomic on its own), never `sql.begin()`: in postgres.js
- * 3.4.9, a connection lost inside `sql.begin()` makes the library write to a closed socket from a
- * timer, an uncaught TypeError that kills the process and leaves the pool slot broken
- * (porsager/postgres#1133). Single statements fail cleanly and the pool reconnects.
+ * The networked store: a pg pool; safe to share between any number of instances. Every method is
+ * a single SQL statement, atomic on its own and one round trip; the frequent ones are named, so
+ * each connection parses and plans them once.
  */
 export class PostgresStorage implements Storage {
   readonly kind = 'postgres'
   readonly warnings: readonly string[] = []
 
   private readonly creates: CreateBatcher
+  private readonly reads: PlantReads
 
   /** DB_STATEMENT_TIMEOUT_MS plus a margin: see CLIENT_DEADLINE_MARGIN_MS. */
   private readonly deadlineMs: number
@@ -77,120 +78,114 @@ export class PostgresStorage implements Storage {
   private readonly retryAttempts: number
 
   constructor(
-    private readonly sql: PgSql,
+    private readonly pool: pg.Pool,
     options: PostgresOptions,
   ) {
     this.deadlineMs = options.statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS
     this.retryAttempts = options.poolSize + 1
+    const guardedIdempotent = <T>(work: () => Promise<T>) => this.guardIdempotent(work)
     this.creates = new CreateBatcher(
-      (batch) => createPlants(this.sql, batch, (work) => this.guardIdempotent(work)),
+      (batch) => createPlants(this.pool, batch, guardedIdempotent),
       MAX_BATCHES_IN_FLIGHT,
       MAX_BATCH,
       this.deadlineMs,
     )
+    this.reads = new PlantReads(pool, guardedIdempotent)
   }
 
-  /** Fails requests at once while the server is known to be unreachable: see Reachability. */
-  private readonly reachability = new Reachability()
-
   private guard<T>(work: () => Promise<T>): Promise<T> {
-    return guard(() => this.reachability.run(work), this.deadlineMs, {
-      idempotent: false,
-      attempts: this.retryAttempts,
-    })
+    return guard(work, this.deadlineMs, { idempotent: false, attempts: this.retryAttempts })
   }
 
   /** For statements that may safely run twice: reads, and creates (a replay answers the same). */
   private guardIdempotent<T>(work: () => Promise<T>): Promise<T> {
-    return guard(() => this.reachability.run(work), this.deadlineMs, {
-      idempotent: true,
-      attempts: this.retryAttempts,
-    })
+    return guard(work, this.deadlineMs, { idempotent: true, attempts: this.retryAttempts })
+  }
+
+  /** The rows of one statement, named (prepared once per connection) when `name` is given. */
+  private async rows(text: string, values: unknown[], idempotent: boolean, name?: string) {
+    const run = () => this.pool.query({ text, values, name })
+    const result = await (idempotent ? this.guardIdempotent(run) : this.guard(run))
+    return result.rows as Row[]
+  }
+
+  private async count(text: string, values: unknown[], name?: string): Promise<number> {
+    const result = await this.guard(() => this.pool.query({ text, values, name }))
+    return result.rowCount ?? 0
   }
 
   createPlant(plant: Plant, payload: string): Promise<CreateOutcome> {
     return this.creates.submit(plant, payload)
   }
 
-  async readPlantJson(id: bigint): Promise<string | undefined> {
-    const [row] = await this.guardIdempotent(
-      () => this.sql`SELECT id, name, tag FROM plants WHERE id = ${id}`,
-    )
-    return row ? plantJson(toPlant(row)) : undefined
+  readPlantJson(id: bigint): Promise<string | undefined> {
+    return this.reads.byId(id)
   }
 
-  /**
-   * Plain rows, one past the page to learn whether a next page exists, turned into JSON text
-   * here: measured with pgbench, having PostgreSQL build the text (to_json per row, string_agg)
-   * cost the server more than sending the rows and cost this process about as much.
-   */
-  async listPlantsJson(query: ListQuery): Promise<PlantPage> {
-    const { sql } = this
-    const { after, tag, limit } = query
-    const rows = await this.guardIdempotent(
-      () => sql`SELECT id, name, tag FROM plants
-        WHERE ${tag === undefined ? sql`TRUE` : sql`tag = ${tag}`}
-          AND ${after === undefined ? sql`TRUE` : sql`id > ${after}`}
-        ORDER BY id LIMIT ${limit + 1}`,
-    )
-    const page = rows.slice(0, limit).map(toPlant)
-    return { json: `[${page.map(plantJson).join(',')}]`, lastId: page.at(-1)?.id, more: rows.length > limit }
+  listPlantsJson(query: ListQuery): Promise<PlantPage> {
+    return this.reads.page(query)
   }
 
   async deletePlant(id: bigint): Promise<boolean> {
-    const result = await this.guard(() => this.sql`DELETE FROM plants WHERE id = ${id}`)
-    return result.count === 1
+    return (await this.count('DELETE FROM plants WHERE id = $1', [id], 'plant-delete')) === 1
   }
 
   async createToken(token: TokenRecord): Promise<void> {
-    await this.guard(
-      () => this.sql`INSERT INTO tokens
-          (id, name, scopes, token_hash, created_at, expires_at, last_used_at, revoked_at)
-        VALUES (${token.id}, ${token.name}, ${token.scopes.join(',')}, ${token.hash}, ${token.createdAt},
-                ${token.expiresAt}, ${token.lastUsedAt}, ${token.revokedAt})`,
+    await this.count(
+      `INSERT INTO tokens (id, name, scopes, token_hash, created_at, expires_at, last_used_at, revoked_at)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [
+        token.id,
+        token.name,
+        token.scopes.join(','),
+        token.hash,
+        token.createdAt,
+        token.expiresAt,
+        token.lastUsedAt,
+        token.revokedAt,
+      ],
     )
   }
 
   async findTokenByHash(hash: string): Promise<TokenRecord | undefined> {
-    const [row] = await this.guardIdempotent(() => this.sql`SELECT * FROM tokens WHERE token_hash = ${hash}`)
+    const [row] = await this.rows('SELECT * FROM tokens WHERE token_hash = $1', [hash], true, 'token-by-hash')
     return row ? toToken(row) : undefined
   }
 
   async listTokens(): Promise<TokenRecord[]> {
-    const rows = await this.guardIdempotent(() => this.sql`SELECT * FROM tokens ORDER BY created_at, id`)
-    return rows.map(toToken)
+    return (await this.rows('SELECT * FROM tokens ORDER BY created_at, id', [], true)).map(toToken)
   }
 
   async revokeToken(id: string): Promise<boolean> {
-    const result = await this.guard(
-      () => this.sql`UPDATE tokens SET revoked_at = ${new Date()} WHERE id = ${id} AND revoked_at IS NULL`,
+    const revoked = await this.count(
+      'UPDATE tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL',
+      [new Date(), id],
     )
-    return result.count === 1
+    return revoked === 1
   }
 
   async touchToken(id: string, at: Date): Promise<void> {
-    await this.guardIdempotent(() => this.sql`UPDATE tokens SET last_used_at = ${at} WHERE id = ${id}`)
+    await this.rows('UPDATE tokens SET last_used_at = $1 WHERE id = $2', [at, id], true, 'token-touch')
   }
 
   async countUsableTokens(now: Date): Promise<number> {
-    const [row] = await this.guardIdempotent(
-      () => this.sql`SELECT count(*) AS n FROM tokens
-        WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ${now})`,
+    const [row] = await this.rows(
+      `SELECT count(*) AS n FROM tokens WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $1)`,
+      [now],
+      true,
     )
     return Number(row?.n ?? 0)
   }
 
   async addSubscription(subscription: Subscription): Promise<void> {
-    await this.guard(
-      () => this.sql`INSERT INTO webhook_subscriptions (id, url, secret, created_at)
-        VALUES (${subscription.id}, ${subscription.url}, ${subscription.secret}, ${subscription.createdAt})`,
+    await this.count(
+      'INSERT INTO webhook_subscriptions (id, url, secret, created_at) VALUES ($1, $2, $3, $4)',
+      [subscription.id, subscription.url, subscription.secret, subscription.createdAt],
     )
   }
 
   async listSubscriptions(): Promise<Subscription[]> {
-    const rows = await this.guardIdempotent(
-      () => this.sql`SELECT * FROM webhook_subscriptions ORDER BY created_at, id`,
-    )
+    const rows = await this.rows('SELECT * FROM webhook_subscriptions ORDER BY created_at, id', [], true)
     return rows.map((row) => ({
       id: row.id as string,
       url: row.url as string,
@@ -208,41 +203,43 @@ export class PostgresStorage implements Storage {
    * removed nothing, so repeating a removal interrupted between the two finishes it.
    */
   async removeSubscription(id: string): Promise<boolean> {
-    const removed = await this.guard(() => this.sql`DELETE FROM webhook_subscriptions WHERE id = ${id}`)
-    await this.guard(
-      () => this.sql`UPDATE webhook_deliveries
-        SET status = 'failed', last_error = 'subscription removed'
-        WHERE subscription_id = ${id} AND status = 'pending'
-          AND NOT EXISTS (SELECT 1 FROM webhook_subscriptions WHERE id = ${id})`,
+    const removed = await this.count('DELETE FROM webhook_subscriptions WHERE id = $1', [id])
+    await this.count(
+      `UPDATE webhook_deliveries SET status = 'failed', last_error = 'subscription removed'
+        WHERE subscription_id = $1 AND status = 'pending'
+          AND NOT EXISTS (SELECT 1 FROM webhook_subscriptions WHERE id = $1)`,
+      [id],
     )
-    return removed.count === 1
+    return removed === 1
   }
 
   async claimDeliveries(request: ClaimRequest): Promise<LeasedDelivery[]> {
-    const { sql } = this
     const { now, owner, leaseUntil, limit, perSubscription, excludeSubscriptions } = request
     // Per subscriber, the oldest due deliveries that no live lease holds, at most perSubscription
     // of them; SKIP LOCKED passes over rows another instance is claiming right now instead of
     // waiting, and locking inside the LATERAL keeps the lock set bounded by what could be chosen.
-    const rows = await this.guard(
-      () => sql`WITH chosen AS (
+    const rows = await this.rows(
+      `WITH chosen AS (
           SELECT d.id FROM webhook_subscriptions s
           CROSS JOIN LATERAL (
             SELECT id, next_attempt_at FROM webhook_deliveries
-            WHERE subscription_id = s.id AND status = 'pending' AND next_attempt_at <= ${now}
-              AND (lease_until IS NULL OR lease_until < ${now})
+            WHERE subscription_id = s.id AND status = 'pending' AND next_attempt_at <= $1
+              AND (lease_until IS NULL OR lease_until < $1)
             ORDER BY next_attempt_at, id
-            LIMIT ${perSubscription}
+            LIMIT $2
             FOR UPDATE SKIP LOCKED
           ) d
-          WHERE s.id <> ALL(${sql.array(excludeSubscriptions, 25)}::text[])
+          WHERE s.id <> ALL($3::text[])
           ORDER BY d.next_attempt_at, d.id
-          LIMIT ${limit}
+          LIMIT $4
         )
-        UPDATE webhook_deliveries w SET lease_owner = ${owner}, lease_until = ${leaseUntil}
+        UPDATE webhook_deliveries w SET lease_owner = $5, lease_until = $6
         FROM chosen, webhook_subscriptions s
         WHERE w.id = chosen.id AND s.id = w.subscription_id
         RETURNING w.*, s.url, s.secret`,
+      [now, perSubscription, excludeSubscriptions, limit, owner, leaseUntil],
+      false,
+      'deliveries-claim',
     )
     const leased = rows.map((row) => ({
       ...toDelivery(row),
@@ -261,40 +258,43 @@ export class PostgresStorage implements Storage {
     // One statement, so the history row and the delivery's count move together; a retry after a
     // lost connection finds the lease released and records nothing twice.
     // A delivery failed by a removal while its send was in flight is recordable too (RECORDABLE).
-    const keeps = this.sql`status = 'pending' OR ${status} = 'delivered'`
-    await this.guard(
-      () => this.sql`WITH recorded AS (
+    const keeps = `(status = 'pending' OR $4::text = 'delivered')`
+    await this.count(
+      `WITH recorded AS (
           UPDATE webhook_deliveries
-          SET attempts = attempts + 1, last_attempt_at = ${result.at}, last_status = ${result.status},
-              last_error = CASE WHEN ${keeps} THEN ${result.error} ELSE last_error END,
-              status = CASE WHEN ${keeps} THEN ${status} ELSE status END,
-              next_attempt_at = coalesce(${result.retryAt}::timestamptz, next_attempt_at),
+          SET attempts = attempts + 1, last_attempt_at = $1, last_status = $2,
+              last_error = CASE WHEN ${keeps} THEN $3 ELSE last_error END,
+              status = CASE WHEN ${keeps} THEN $4 ELSE status END,
+              next_attempt_at = coalesce($5::timestamptz, next_attempt_at),
               lease_owner = NULL, lease_until = NULL
-          WHERE id = ${result.deliveryId} AND lease_owner = ${result.leaseOwner} AND ${this.sql.unsafe(RECORDABLE)}
+          WHERE id = $6 AND lease_owner = $7 AND ${RECORDABLE}
           RETURNING id, attempts
         )
         INSERT INTO webhook_attempts (delivery_id, attempt, at, status, error)
-        SELECT id, attempts, ${result.at}, ${result.status}, ${result.error} FROM recorded`,
+        SELECT id, attempts, $1, $2, $3 FROM recorded`,
+      [result.at, result.status, result.error, status, result.retryAt, result.deliveryId, result.leaseOwner],
+      'attempt-record',
     )
   }
 
   async listAttempts(deliveryIds: readonly string[], each: number): Promise<DeliveryAttempt[]> {
-    const { sql } = this
-    const rows = await this.guardIdempotent(
-      () => sql`SELECT a.* FROM unnest(${sql.array([...deliveryIds], 25)}::text[]) AS d(id)
+    const rows = await this.rows(
+      `SELECT a.* FROM unnest($1::text[]) AS d(id)
         CROSS JOIN LATERAL (
-          SELECT * FROM webhook_attempts WHERE delivery_id = d.id ORDER BY attempt DESC LIMIT ${each}
+          SELECT * FROM webhook_attempts WHERE delivery_id = d.id ORDER BY attempt DESC LIMIT $2
         ) a`,
+      [[...deliveryIds], each],
+      true,
     )
     return rows.map(toAttempt)
   }
 
   async listDeliveries(options: { failedOnly: boolean; limit: number }): Promise<Delivery[]> {
-    const { sql } = this
-    const rows = await this.guardIdempotent(
-      () => sql`SELECT * FROM webhook_deliveries
-        ${options.failedOnly ? sql`WHERE status = 'failed'` : sql``}
-        ORDER BY created_at DESC, id LIMIT ${options.limit}`,
+    const where = options.failedOnly ? `WHERE status = 'failed'` : ''
+    const rows = await this.rows(
+      `SELECT * FROM webhook_deliveries ${where} ORDER BY created_at DESC, id LIMIT $1`,
+      [options.limit],
+      true,
     )
     return rows.map(toDelivery)
   }
@@ -302,9 +302,12 @@ export class PostgresStorage implements Storage {
   /** Ready means able to take writes too: a standby, or a primary set read-only, is not. */
   async ping(): Promise<void> {
     // Reads the table every plant route needs: a store without it is not ready to serve them.
-    const [row] = await this.guardIdempotent(
-      () => this.sql`SELECT current_setting('transaction_read_only') = 'on' AS read_only,
+    const [row] = await this.rows(
+      `SELECT current_setting('transaction_read_only') = 'on' AS read_only,
         EXISTS (SELECT 1 FROM plants) AS readable`,
+      [],
+      true,
+      'ping',
     )
     if (row?.read_only === true) {
       throw new StoreReadOnlyError(
@@ -314,7 +317,6 @@ export class PostgresStorage implements Storage {
   }
 
   async close(): Promise<void> {
-    // Waits up to 5 s for running queries, then closes the sockets regardless.
-    await this.sql.end({ timeout: 5 })
+    await this.pool.end()
   }
 }

@@ -2,5 +2,5 @@ import { recordReaders } from '../rows.js'
 
 export { RECORDABLE, type Row, toPlant } from '../rows.js'
 
-/** postgres.js returns timestamptz as a Date. */
+/** pg returns timestamptz as a Date. */
 export const { toToken, toDelivery, toAttempt } = recordReaders((value) => value as Date)

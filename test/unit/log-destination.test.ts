@@ -1,0 +1,100 @@
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { describe, it } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { type LogIo, LogDestination } from '../../src/http/log-destination.js'
+
+/** Waits until `done()` holds; the writes it waits for are asynchronous. */
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !done(); i++) await sleep(5)
+  assert.ok(done(), 'the destination never got there')
+}
+
+const line = (n: number) => `${JSON.stringify({ level: 30, msg: `line ${n}` })}\n`
+
+/** fs, except that the first `failures` asynchronous writes fail with `code`; counts every call. */
+function failingFirst(failures: number, code: string): LogIo & { calls: number; syncCalls: number } {
+  const io = {
+    calls: 0,
+    syncCalls: 0,
+    write(
+      fd: number,
+      data: Buffer,
+      callback: (error: NodeJS.ErrnoException | null, written: number) => void,
+    ) {
+      io.calls++
+      if (io.calls <= failures) {
+        setImmediate(() => callback(Object.assign(new Error(code), { code }), 0))
+      } else fs.write(fd, data, callback)
+    },
+    writeSync(fd: number, data: Buffer) {
+      io.syncCalls++
+      return fs.writeSync(fd, data)
+    },
+  }
+  return io
+}
+
+describe('the log destination', () => {
+  it('counts the lines a full disk loses and says so on stderr when writing works again', async () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'plant-store-log-')), 'out.log')
+    const fd = fs.openSync(file, 'w')
+    const reports: string[] = []
+    const io = failingFirst(1, 'ENOSPC')
+    const destination = new LogDestination(fd, io, (report) => reports.push(report))
+    try {
+      destination.write(line(1))
+      await until(() => destination.dropped === 1)
+      assert.deepEqual(reports, [], 'nothing to report while writes still fail')
+      destination.write(line(2))
+      destination.write(line(3))
+      await until(() => fs.readFileSync(file, 'utf8') === line(2) + line(3))
+      assert.equal(reports.length, 1)
+      const report = JSON.parse(reports[0] ?? '')
+      assert.equal(report.dropped, 1)
+      assert.match(report.msg, /^1 log lines could not be written to stdout \(ENOSPC\)$/)
+      destination.write(line(4))
+      await until(() => fs.readFileSync(file, 'utf8').endsWith(line(4)))
+      assert.equal(reports.length, 1, 'reported once')
+    } finally {
+      fs.closeSync(fd)
+    }
+  })
+
+  it('counts every line written to /dev/full, and reports them at exit', async (t) => {
+    if (!fs.existsSync('/dev/full')) return t.skip('no /dev/full on this system')
+    const fd = fs.openSync('/dev/full', 'w')
+    const reports: string[] = []
+    const destination = new LogDestination(fd, fs, (report) => reports.push(report))
+    try {
+      for (let n = 1; n <= 5; n++) destination.write(line(n))
+      await until(() => destination.dropped === 5)
+      // Line 6 goes out at once; line 7 waits behind it, and is what the flush at exit writes.
+      destination.write(line(6))
+      destination.write(line(7))
+      destination.flushSync()
+      assert.equal(destination.dropped, 6, 'the five, and line 7 from the flush')
+      assert.equal(reports.length, 1)
+      assert.equal(JSON.parse(reports[0] ?? '').dropped, 6)
+      await until(() => destination.dropped === 7)
+    } finally {
+      fs.closeSync(fd)
+    }
+  })
+
+  it('stops writing once the reader is gone (EPIPE), and its flush at exit returns at once', async () => {
+    const reports: string[] = []
+    const io = failingFirst(Number.POSITIVE_INFINITY, 'EPIPE')
+    const destination = new LogDestination(1, io, (report) => reports.push(report))
+    destination.write(line(1))
+    await until(() => destination.dropped === 1)
+    for (let n = 2; n <= 100; n++) destination.write(line(n))
+    destination.flushSync()
+    assert.equal(io.calls, 1, 'one failed write, no retries')
+    assert.equal(io.syncCalls, 0, 'nothing written at exit')
+    assert.equal(destination.dropped, 100)
+    assert.equal(reports.length, 1)
+  })
+})
