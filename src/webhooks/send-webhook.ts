@@ -11,16 +11,20 @@ export interface SendOutcome {
   error: string | null
   /** Aborted through `controller` by its owner (the worker stopping), not by the timeout. */
   interrupted: boolean
+  /** The start of the subscriber's answer, when `answerBytes` asked for it. */
+  answer: string
 }
 
 /**
  * One signed POST of a delivery's payload, bounded by `timeoutMs`. Never throws: a failure is an
- * outcome. `controller` lets the caller cut the send short; the timeout aborts it too.
+ * outcome. `controller` lets the caller cut the send short; the timeout aborts it too. The worker
+ * drops the answer's body; `webhooks test` keeps its first `answerBytes` to show the operator.
  */
 export async function sendWebhook(
   delivery: Pick<LeasedDelivery, 'id' | 'url' | 'secret' | 'payload'>,
   timeoutMs: number,
   controller: AbortController,
+  answerBytes = 0,
 ): Promise<SendOutcome> {
   let timedOut = false
   const timer = setTimeout(() => {
@@ -30,6 +34,7 @@ export async function sendWebhook(
   let status: number | null = null
   let error: string | null = null
   let interrupted = false
+  let answer = ''
   try {
     const response = await fetch(delivery.url, {
       method: 'POST',
@@ -44,7 +49,8 @@ export async function sendWebhook(
       redirect: 'manual',
     })
     status = response.status
-    // The answer's body is not used; drop it (still under the timeout) so the socket is released.
+    if (answerBytes > 0 && response.body) answer = await readStart(response.body, answerBytes)
+    // The rest of the answer is not used; drop it (still under the timeout) so the socket is released.
     await response.body?.cancel().catch(() => {})
     if (status < 200 || status > 299) error = `HTTP ${status}`
   } catch (caught) {
@@ -54,7 +60,22 @@ export async function sendWebhook(
   } finally {
     clearTimeout(timer)
   }
-  return { status, error, interrupted }
+  return { status, error, interrupted, answer }
+}
+
+/** The first `limit` bytes of a body, as text. */
+async function readStart(body: ReadableStream<Uint8Array>, limit: number): Promise<string> {
+  const reader = body.getReader()
+  const chunks: Uint8Array[] = []
+  let length = 0
+  while (length < limit) {
+    const { done, value } = await reader.read()
+    if (done) break
+    chunks.push(value)
+    length += value.length
+  }
+  reader.releaseLock()
+  return Buffer.concat(chunks).subarray(0, limit).toString('utf8')
 }
 
 /** A short reason for a failed send: the system error (`connect ECONNREFUSED 127.0.0.1:9`) when there is one. */

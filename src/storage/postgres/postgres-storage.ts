@@ -7,6 +7,7 @@ import type {
   LeasedDelivery,
   ListQuery,
   Plant,
+  PlantLines,
   PlantPage,
   Storage,
   Subscription,
@@ -16,6 +17,7 @@ import { StoreReadOnlyError } from '../storage.js'
 import { plantJson } from '../plant-json.js'
 import { CreateBatcher } from './create-batcher.js'
 import { createPlants } from './create-plants.js'
+import { exportPlants, requeueFailedDeliveries } from './data-moves.js'
 import { createPostgresClient, type PostgresOptions } from './connection.js'
 import { CLIENT_DEADLINE_MARGIN_MS, guard } from './guard.js'
 import { Reachability } from './reachability.js'
@@ -135,6 +137,15 @@ export class PostgresStorage implements Storage {
     )
     const page = rows.slice(0, limit).map(toPlant)
     return { json: `[${page.map(plantJson).join(',')}]`, lastId: page.at(-1)?.id, more: rows.length > limit }
+  }
+
+  exportPlants(after: bigint | undefined, limit: number): Promise<PlantLines> {
+    return exportPlants(this.sql, (work) => this.guardIdempotent(work), after, limit)
+  }
+
+  /** Not retried after a lost connection: the retry would report as not requeued what was. */
+  requeueFailedDeliveries(ids: readonly string[] | undefined, now: Date): Promise<string[]> {
+    return requeueFailedDeliveries(this.sql, (work) => this.guard(work), ids, now)
   }
 
   async deletePlant(id: bigint): Promise<boolean> {
