@@ -32,7 +32,8 @@ export async function exportCommand(open: OpenStore, args: string[]): Promise<vo
   for (;;) {
     const page = await storage.exportPlants(after, PAGE)
     if (page.lines.length === 0) break
-    await write(out, `${page.lines.join('\n')}\n`)
+    // The reader of standard output going away (`| head`) ends the export quietly, as it ends a listing.
+    if ((await write(out, `${page.lines.join('\n')}\n`)) === 'closed') return
     exported += page.lines.length
     after = page.lastId
     progress.update(`${count(exported)} plants`)
@@ -52,14 +53,20 @@ function openOutput(file: string, force: boolean): Writable {
   }
 }
 
-/** Writes, waiting while the reader is behind; a failed stream (a full disk, EPIPE) rejects. */
-function write(out: Writable, text: string): Promise<void> {
+/**
+ * Writes, waiting while the reader is behind. A failed stream (a full disk) rejects; a pipe whose
+ * reader has gone (EPIPE) resolves `closed`.
+ */
+function write(out: Writable, text: string): Promise<'written' | 'closed'> {
   return new Promise((resolve, reject) => {
-    const fail = (error: Error) => reject(new CommandError(`could not write the export: ${error.message}`))
+    const fail = (error: NodeJS.ErrnoException) =>
+      error.code === 'EPIPE'
+        ? resolve('closed')
+        : reject(new CommandError(`could not write the export: ${error.code ?? error.message}`))
     out.once('error', fail)
     const settle = () => {
       out.off('error', fail)
-      resolve()
+      resolve('written')
     }
     if (out.write(text)) settle()
     else out.once('drain', settle)
