@@ -1,11 +1,13 @@
-/** `plant-store backup` while a live service writes, and shell completion. */
+/** `plant-store backup` while a live service writes, shell completion, and progress on a terminal. */
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
+import { execFile, spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 import Database from 'better-sqlite3'
 import {
+  canRunSuite,
+  cliPath,
   createToken,
   runCli,
   serviceEnv,
@@ -136,3 +138,50 @@ describe('shell completion', () => {
     assert.match(fish.stderr, /completion needs one shell: bash or zsh/)
   })
 })
+
+/** Runs the CLI under script(1), whose pseudo-terminal makes stderr a terminal. */
+function onTerminal(args: string[], env: Record<string, string>): Promise<string> {
+  const command = [
+    'env',
+    ...Object.entries(env).map(([k, v]) => `${k}=${v}`),
+    process.execPath,
+    cliPath,
+    ...args,
+  ]
+  const quoted = command.map((word) => `'${word.replaceAll("'", "'\\''")}'`).join(' ')
+  return new Promise((resolve, reject) =>
+    // The terminal's erase-line sequence shown as <clear>, so the expectations stay readable.
+    execFile('script', ['-qec', quoted, '/dev/null'], (error, stdout) =>
+      error ? reject(error) : resolve(stdout.replaceAll('\u001b[2K', '<clear>')),
+    ),
+  )
+}
+
+const hasScript = spawnSync('script', ['--version']).status === 0
+if (
+  canRunSuite('progress on a terminal', hasScript, 'script(1) from util-linux', 'apt-get install util-linux')
+) {
+  describe('progress on a terminal', () => {
+    it('draws a progress line on a terminal stderr, and none when stderr is not one', async () => {
+      const folder = tempDir()
+      const env = { PLANT_STORE_DB: path.join(folder, 'plants.db') }
+      const file = path.join(folder, 'in.ndjson')
+      fs.writeFileSync(file, Array.from({ length: 30_000 }, (_, i) => `{"id":${i},"name":"p"}\n`).join(''))
+      const imported = await onTerminal(['import', file], env)
+      assert.match(imported, /\r<clear>importing: [\d,]+ lines, \d+%/)
+      assert.match(imported, /imported: 30,000 created/)
+      const out = path.join(folder, 'out.ndjson')
+      assert.match(await onTerminal(['export', out], env), /\r<clear>exporting: 30,000 plants in [\d.]+ s/)
+      assert.match(
+        await onTerminal(['backup', path.join(folder, 'copy.db')], env),
+        /\r<clear>backing up .*: \d+ of \d+ pages, \d+%/,
+      )
+      assert.match(
+        await onTerminal(['migrate'], env),
+        /migrate: opening the store and applying pending migrations/,
+      )
+      const piped = await runCli(['export', '--force', out], env)
+      assert.equal(piped.stderr, `exported 30,000 plants to ${out}\n`)
+    })
+  })
+}
