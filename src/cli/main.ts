@@ -50,13 +50,13 @@ async function main(argv: string[]): Promise<void> {
   if (!['migrate', 'tokens', 'webhooks', 'export', 'import'].includes(command))
     throw new UsageError(`unknown command "${command}"`)
   let storage: Storage | undefined
-  const open: OpenStore = async ({ create = false, tune = {} } = {}) => {
+  const open: OpenStore = async ({ create = false, tune = {}, onMigration } = {}) => {
     if (storage) return storage
     const config = { ...loadConfig(), ...tune }
     const missing = storeIsMissing(config)
     if (missing && !create)
       throw new CommandError(`no store at ${config.dbPath} (PLANT_STORE_DB); check the path`)
-    storage = await openStorage(config)
+    storage = await openStorage(config, onMigration)
     if (missing) announceNewStore(config)
     return storage
   }
@@ -76,7 +76,10 @@ async function migrate(open: OpenStore, args: string[]): Promise<void> {
   if (args.length > 0) throw new UsageError('migrate takes no arguments')
   const progress = new Progress('migrate')
   progress.update('opening the store and applying pending migrations...', true)
-  const storage = await open({ create: true })
+  const storage = await open({
+    create: true,
+    onMigration: (version, name) => progress.update(`applying migration ${version} (${name})...`, true),
+  })
   progress.done('done')
   process.stdout.write(`migrations applied: ${storage.kind} store is up to date\n`)
 }

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs'
 import type { Config } from '../config.js'
 import type { Storage } from '../storage/storage.js'
+import { notice } from './progress.js'
 
 /**
  * Opens the store (from the environment's configuration) once a command has checked its own
@@ -11,7 +12,11 @@ import type { Storage } from '../storage/storage.js'
  * reported "nothing", where the operator needed to hear that the path is wrong. `tune` overrides
  * settings for this command's own connection (a bulk import's batch size).
  */
-export type OpenStore = (options?: { create?: boolean; tune?: Partial<Config> }) => Promise<Storage>
+export type OpenStore = (options?: {
+  create?: boolean
+  tune?: Partial<Config>
+  onMigration?: (version: number, name: string) => void
+}) => Promise<Storage>
 
 /** True when opening the store will make a new SQLite file. */
 export const storeIsMissing = (config: Config): boolean => !config.databaseUrl && !existsSync(config.dbPath)
@@ -21,5 +26,5 @@ export const storeIsMissing = (config: Config): boolean => !config.databaseUrl &
  * from another folder once went, unnoticed, into a second, empty store.
  */
 export function announceNewStore(config: Config): void {
-  process.stderr.write(`created a new SQLite store at ${config.dbPath}\n`)
+  notice(`created a new SQLite store at ${config.dbPath}`)
 }

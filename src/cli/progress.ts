@@ -7,6 +7,9 @@ export class Progress {
   private readonly started = Date.now()
   private lastDrawn = 0
   private drawn = false
+  private line = ''
+  /** The progress line on the terminal now, if any. */
+  static drawing: Progress | undefined
 
   constructor(private readonly label: string) {}
 
@@ -17,7 +20,14 @@ export class Progress {
     if (!force && now - this.lastDrawn < 100) return
     this.lastDrawn = now
     this.drawn = true
-    process.stderr.write(`\r\x1b[2K${this.label}: ${text}`)
+    this.line = `${this.label}: ${text}`
+    Progress.drawing = this
+    process.stderr.write(`\r\x1b[2K${this.line}`)
+  }
+
+  /** Writes `text` as a line of its own above the progress line, which is drawn again below it. */
+  interrupt(text: string): void {
+    process.stderr.write(`\r\x1b[2K${text}\n${this.line}`)
   }
 
   /** Ends the line (with `text`, when given) so what follows starts on a fresh one. */
@@ -25,7 +35,14 @@ export class Progress {
     if (!this.enabled) return
     if (text !== undefined) this.update(`${text} in ${seconds(Date.now() - this.started)}`, true)
     if (this.drawn) process.stderr.write('\n')
+    if (Progress.drawing === this) Progress.drawing = undefined
   }
+}
+
+/** A line for the operator on stderr, kept clear of a progress line being drawn. */
+export function notice(text: string): void {
+  if (Progress.drawing) Progress.drawing.interrupt(text)
+  else process.stderr.write(`${text}\n`)
 }
 
 /** `12.3 s`. */

@@ -180,6 +180,10 @@ if (
         await onTerminal(['migrate'], env),
         /migrate: opening the store and applying pending migrations/,
       )
+      const fresh = await onTerminal(['migrate'], { PLANT_STORE_DB: path.join(folder, 'fresh.db') })
+      assert.match(fresh, /\r<clear>migrate: applying migration 4 \(webhook attempt history\)\.\.\./)
+      assert.match(fresh, /\r<clear>created a new SQLite store at .*fresh\.db\r?\n/, 'on a line of its own')
+      assert.match(fresh, /migrate: done in [\d.]+ s/)
       const piped = await runCli(['export', '--force', out], env)
       assert.equal(piped.stderr, `exported 30,000 plants to ${out}\n`)
     })

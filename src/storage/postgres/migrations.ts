@@ -100,7 +100,10 @@ export const MIGRATION_LOCK_KEY = 0x706c616e74737472n
  * first takes a transaction-scoped advisory lock, then re-reads `schema_migrations`, so a version
  * is applied exactly once and latecomers wait for it rather than failing on "relation exists".
  */
-export async function migratePostgres(sql: PgSql): Promise<number[]> {
+export async function migratePostgres(
+  sql: PgSql,
+  onMigration?: (version: number, name: string) => void,
+): Promise<number[]> {
   const applied: number[] = []
   for (const migration of postgresMigrations) {
     // sql.begin() is unsafe if the connection dies mid-transaction (see PostgresStorage); that is
@@ -114,6 +117,7 @@ export async function migratePostgres(sql: PgSql): Promise<number[]> {
         version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL)`
       const done = await tx`SELECT 1 FROM schema_migrations WHERE version = ${migration.version}`
       if (done.length > 0) return false
+      onMigration?.(migration.version, migration.name)
       await tx.unsafe(migration.sql)
       await tx`INSERT INTO schema_migrations (version, name, applied_at)
         VALUES (${migration.version}, ${migration.name}, now())`

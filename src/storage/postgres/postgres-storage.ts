@@ -50,7 +50,7 @@ export async function openPostgresStorage(options: PostgresOptions): Promise<Sto
     // gen_random_uuid() (delivery ids) is built in from PostgreSQL 13.
     if (!row || (row.version as number) < 130000) throw new Error('PostgreSQL 13 or later is required')
     // No deadline: DDL on a large table, or waiting for another instance's migration, takes long.
-    await guard(() => migratePostgres(sql))
+    await guard(() => migratePostgres(sql, options.onMigration))
   } catch (error) {
     await sql.end({ timeout: 1 }).catch(() => {})
     throw error
