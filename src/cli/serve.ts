@@ -6,6 +6,7 @@ import { type Background, createServer, exitOnSignals } from '../server.js'
 import { openStorage } from '../storage/open.js'
 import { DeliveryWorker } from '../webhooks/delivery-worker.js'
 import { parseWorkers, runCluster } from './cluster.js'
+import { announceNewStore, storeIsMissing } from './open-store.js'
 
 /**
  * `plant-store serve [--workers N|auto]`: HTTP on HOST:PORT until SIGTERM or SIGINT. With more than
@@ -17,7 +18,9 @@ export async function serveCommand(args: string[]): Promise<void> {
   const workers = parseWorkers(values.workers)
   // After the arguments: a wrong command line is a 2 whatever the store, and creates no store file.
   const config = loadConfig()
+  const missing = storeIsMissing(config)
   const storage = await openStorage(config)
+  if (missing && cluster.isPrimary) announceNewStore(config)
   if (workers > 1 && cluster.isPrimary) {
     // Opening the store has applied any pending migration, once, before a worker starts.
     await storage.close()

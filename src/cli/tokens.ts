@@ -12,10 +12,6 @@ import { CommandError, print, printSecret, table, UsageError } from './output.js
 
 const MAX_EXPIRY_MS = 36_500 * 86_400_000
 
-export const tokensUsage = `plant-store tokens create --name NAME [--scopes plants:read,plants:write] [--expires-in 30d]
-plant-store tokens list [--json]
-plant-store tokens revoke ID`
-
 const describe = (token: TokenRecord, now: Date) => ({
   id: token.id,
   name: token.name,

@@ -6,11 +6,7 @@ import type { OpenStore } from './open-store.js'
 import { literalRefusal } from '../webhooks/destination-policy.js'
 import { generateWebhookSecret } from '../webhooks/signer.js'
 import { CommandError, print, printSecret, table, UsageError } from './output.js'
-
-export const webhooksUsage = `plant-store webhooks add URL
-plant-store webhooks list [--json]
-plant-store webhooks remove ID
-plant-store webhooks deliveries [--failed] [--limit N] [--attempts N] [--json]`
+import { retry, sendTest } from './webhook-tools.js'
 
 const DEFAULT_DELIVERY_LIMIT = 50
 /** Attempts shown per delivery, newest first: enough to see how a failure changed. */
@@ -218,5 +214,7 @@ export async function webhooksCommand(open: OpenStore, args: string[]): Promise<
   if (action === 'list') return list(open, rest)
   if (action === 'remove') return remove(open, rest)
   if (action === 'deliveries') return deliveries(open, rest)
+  if (action === 'retry') return retry(open, rest)
+  if (action === 'test') return sendTest(open, rest)
   throw new UsageError(`unknown webhooks command "${action ?? ''}"`)
 }

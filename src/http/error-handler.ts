@@ -2,7 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { ApiError, type ErrorCode, type ErrorDetail, errorCatalog } from '../errors.js'
 import { StoreUnavailableError } from '../storage/storage.js'
 
-interface AjvError {
+export interface AjvError {
   keyword: string
   instancePath: string
   params: Record<string, unknown>
@@ -22,7 +22,7 @@ function typeRule(type: unknown): string {
 }
 
 /** Turns Ajv's first error into "name must NOT have more than 200 characters" style text. */
-function validationError(errors: AjvError[], context: string): ApiError {
+export function validationError(errors: AjvError[], context: string): ApiError {
   const details: ErrorDetail[] = errors.map((error) => {
     const path = error.instancePath.replace(/^\//, '').replaceAll('/', '.')
     if (error.keyword === 'required') {

@@ -43,6 +43,14 @@ function parseJsonBody(request: FastifyRequest, raw: Buffer): JsonObject {
   if (charset && charset.toLowerCase() !== 'utf-8' && charset.toLowerCase() !== 'utf8') {
     throw new ApiError('UNSUPPORTED_MEDIA_TYPE', `Content-Type charset must be utf-8, got "${charset}"`)
   }
+  return parseJsonObject(raw)
+}
+
+/**
+ * The body rules on their own, for any JSON object text the API takes (a request body, a line of
+ * `plant-store import`): UTF-8, a bound on nesting, no prototype keys, an object, the exact id.
+ */
+export function parseJsonObject(raw: Buffer): JsonObject {
   // Decoding would silently turn invalid bytes into U+FFFD, and store them as such.
   if (!isUtf8(raw)) throw malformed('body is not valid UTF-8')
   const text = raw.toString('utf8')

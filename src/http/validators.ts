@@ -21,6 +21,13 @@ const common = {
   formats,
 }
 
+/** The validator request bodies are checked with; `plant-store import` checks its lines with it too. */
+export function createBodyAjv(sharedSchemas: object[]): Ajv {
+  const bodyAjv = new Ajv({ ...common, coerceTypes: false })
+  for (const schema of sharedSchemas) bodyAjv.addSchema(schema)
+  return bodyAjv
+}
+
 /**
  * Two validators. Bodies are checked as sent: no type coercion, so `"id": "5"` or `"name": 5` is a
  * 400, not silently converted. Path and query values are text by nature, so they are coerced, but
@@ -28,8 +35,7 @@ const common = {
  * 9007199254740993).
  */
 export function installValidators(app: FastifyInstance, sharedSchemas: object[]): void {
-  const bodyAjv = new Ajv({ ...common, coerceTypes: false })
-  for (const schema of sharedSchemas) bodyAjv.addSchema(schema)
+  const bodyAjv = createBodyAjv(sharedSchemas)
   const textAjv = new Ajv({ ...common, coerceTypes: 'array' })
 
   app.setValidatorCompiler(({ schema, httpPart }) => {

@@ -8,7 +8,8 @@ import { errorResponses } from '../schemas/error.js'
 import { type NewPlantBody, PlantIdParams } from '../schemas/plant.js'
 import { plantJson } from '../storage/plant-json.js'
 import type { Plant, Storage } from '../storage/storage.js'
-import { bodyId, textId } from './plant-ids.js'
+import { plantConflict, plantFromBody } from './new-plant.js'
+import { textId } from './plant-ids.js'
 import { checkText } from './plant-text.js'
 
 const bearer = [{ bearerAuth: [] }]
@@ -123,23 +124,9 @@ export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: To
       },
     },
     async (request) => {
-      const body = request.body
-      checkText(body.name, 'name')
-      checkText(body.tag, 'tag')
-      const plant: Plant = { id: bodyId(body), name: body.name }
-      if (body.tag !== undefined) plant.tag = body.tag
+      const plant = plantFromBody(request.body)
       const outcome = await storage.createPlant(plant, plantJson(plant))
-      if (outcome.kind === 'conflict') {
-        const fields = ['name', 'tag'].filter(
-          (field) => outcome.existing[field as 'name'] !== plant[field as 'name'],
-        )
-        throw new ApiError(
-          'PLANT_CONFLICT',
-          `id ${plant.id} already belongs to a plant with a different ${fields.join(' and ')}; ` +
-            'resend the same name and tag, or use another id',
-          { details: fields.map((field) => ({ field, rule: 'differs from the stored plant with this id' })) },
-        )
-      }
+      if (outcome.kind === 'conflict') throw plantConflict(plant, outcome.existing)
       return publicPlant(plant)
     },
   )

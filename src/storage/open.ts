@@ -4,10 +4,14 @@ import type { Storage } from './storage.js'
 
 /**
  * The one place an adapter is chosen: PostgreSQL when DATABASE_URL is set, else the SQLite file.
+ * Opening applies pending migrations; `onMigration` hears of each as it begins.
  * A store that cannot be opened stops the start with one line naming the variable to look at,
  * not a stack trace.
  */
-export async function openStorage(config: Config): Promise<Storage> {
+export async function openStorage(
+  config: Config,
+  onMigration?: (version: number, name: string) => void,
+): Promise<Storage> {
   if (config.databaseUrl) {
     const { openPostgresStorage } = await import('./postgres/postgres-storage.js')
     try {
@@ -15,6 +19,7 @@ export async function openStorage(config: Config): Promise<Storage> {
         url: config.databaseUrl,
         poolSize: config.dbPoolSize,
         statementTimeoutMs: config.dbStatementTimeoutMs,
+        onMigration,
       })
     } catch (error) {
       throw new ConfigError(`DATABASE_URL: cannot open the PostgreSQL store: ${(error as Error).message}`, {
@@ -29,6 +34,7 @@ export async function openStorage(config: Config): Promise<Storage> {
       maxBatch: config.sqliteMaxBatch,
       busyTimeoutMs: config.sqliteBusyTimeoutMs,
       coalesceWalWrites: config.sqliteWalCoalesce,
+      onMigration,
     })
   } catch (error) {
     throw new ConfigError(

@@ -34,6 +34,12 @@ export interface PlantPage {
   more: boolean
 }
 
+/** Plants as JSON text, one per plant (see plantJson), with the last one's id. */
+export interface PlantLines {
+  lines: string[]
+  lastId: bigint | undefined
+}
+
 export interface TokenRecord {
   id: string
   name: string
@@ -128,6 +134,11 @@ export interface Storage {
   listPlantsJson(query: ListQuery): Promise<PlantPage>
   /** True when a plant was removed. */
   deletePlant(id: bigint): Promise<boolean>
+  /**
+   * Up to `limit` plants with ids above `after` (from the first when undefined), by ascending id,
+   * each as the API's JSON text: `plant-store export` walks the store a page at a time with it.
+   */
+  exportPlants(after: bigint | undefined, limit: number): Promise<PlantLines>
 
   createToken(token: TokenRecord): Promise<void>
   findTokenByHash(hash: string): Promise<TokenRecord | undefined>
@@ -151,6 +162,12 @@ export interface Storage {
    * ignored when the lease was lost to another owner.
    */
   recordAttempt(result: AttemptResult): Promise<void>
+  /**
+   * Puts failed deliveries back in the outbox, due at `now` and unleased, so a worker sends them
+   * again under their own webhook-id as their next attempt. Those whose subscription was removed
+   * stay failed. `ids` undefined means every failed delivery. Resolves with the ids requeued.
+   */
+  requeueFailedDeliveries(ids: readonly string[] | undefined, now: Date): Promise<string[]>
   /** The newest deliveries first. */
   listDeliveries(options: { failedOnly: boolean; limit: number }): Promise<Delivery[]>
   /** The newest `each` attempts of each of these deliveries, newest first per delivery. */

@@ -17,6 +17,8 @@ export interface SendOutcome {
   error: string | null
   /** Aborted through `controller` by its owner (the worker stopping), not by the timeout. */
   interrupted: boolean
+  /** The start of the subscriber's answer, when `answerBytes` asked for it. */
+  answer: string
 }
 
 export interface SendOptions {
@@ -29,11 +31,13 @@ export interface SendOptions {
  * One signed POST of a delivery's payload, bounded by `timeoutMs`. Never throws: a failure is an
  * outcome. `controller` lets the caller cut the send short; the timeout aborts it too. Unless
  * `allowPrivate`, a destination that is (or resolves to) a non-public address fails unconnected.
+ * The worker drops the answer's body; `webhooks test` keeps its first `answerBytes` to show the operator.
  */
 export async function sendWebhook(
   delivery: Pick<LeasedDelivery, 'id' | 'url' | 'secret' | 'payload'>,
   options: SendOptions,
   controller: AbortController,
+  answerBytes = 0,
 ): Promise<SendOutcome> {
   const { timeoutMs } = options
   let timedOut = false
@@ -44,11 +48,12 @@ export async function sendWebhook(
   let status: number | null = null
   let error: string | null = null
   let interrupted = false
+  let answer = ''
   try {
     const url = new URL(delivery.url)
     const refusal = options.allowPrivate ? undefined : refusedLiteral(url)
     if (refusal) throw refusal
-    status = await post(url, delivery, options.allowPrivate, controller.signal)
+    ;({ status, answer } = await post(url, delivery, options.allowPrivate, controller.signal, answerBytes))
     if (status < 200 || status > 299) error = `HTTP ${status}`
   } catch (caught) {
     if (timedOut) error = `timeout after ${timeoutMs} ms`
@@ -57,11 +62,11 @@ export async function sendWebhook(
   } finally {
     clearTimeout(timer)
   }
-  return { status, error, interrupted }
+  return { status, error, interrupted, answer }
 }
 
 /**
- * Resolves with the status once the answer's body is read (at most MAX_ANSWER_BYTES of it) or cut
+ * Resolves with the status (and the first `answerBytes` of the body) once the answer's body is read (at most MAX_ANSWER_BYTES of it) or cut
  * off; rejects only when no answer came. Redirects are not followed: a redirect is no
  * acknowledgement, and following it could leak the signed body elsewhere.
  */
@@ -70,7 +75,8 @@ function post(
   delivery: Pick<LeasedDelivery, 'id' | 'secret' | 'payload'>,
   allowPrivate: boolean,
   signal: AbortSignal,
-): Promise<number> {
+  answerBytes: number,
+): Promise<{ status: number; answer: string }> {
   const body = Buffer.from(delivery.payload)
   const options: RequestOptions = {
     method: 'POST',
@@ -89,13 +95,20 @@ function post(
     const request = send(url, options, (response: IncomingMessage) => {
       answered = true
       let read = 0
+      const kept: Buffer[] = []
       response.on('data', (chunk: Buffer) => {
+        if (read < answerBytes) kept.push(chunk)
         read += chunk.length
         if (read > MAX_ANSWER_BYTES) response.destroy()
       })
       // The status is what counts; a body cut off (by the cap or the timeout) does not change it.
       response.on('error', () => {})
-      response.on('close', () => resolve(response.statusCode ?? 0))
+      response.on('close', () =>
+        resolve({
+          status: response.statusCode ?? 0,
+          answer: Buffer.concat(kept).subarray(0, answerBytes).toString('utf8'),
+        }),
+      )
     })
     request.on('error', (error) => {
       if (!answered) reject(error)

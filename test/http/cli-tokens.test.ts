@@ -7,6 +7,7 @@ import Database from 'better-sqlite3'
 import { hashToken } from '../../src/auth/token-format.js'
 import {
   cliPath,
+  projectRoot,
   runCli,
   type SpawnedService,
   serviceEnv,
@@ -197,7 +198,7 @@ describe('plant-store command line', () => {
       assert.equal(token.code, 1, token.stderr)
       assert.match(
         token.stderr,
-        /^plant-store: could not write the token to standard output \(ENOSPC\); token tok_\w+ is revoked/,
+        /^created a new SQLite store at .+\nplant-store: could not write the token to standard output \(ENOSPC\); token tok_\w+ is revoked/,
       )
       const hook = await runWithStdout(['webhooks', 'add', 'http://example.test/hook'], env, full)
       assert.equal(hook.code, 1, hook.stderr)
@@ -273,21 +274,65 @@ describe('plant-store command line', () => {
     assert.equal((await runCli(['tokens', 'list'], { PLANT_STORE_DB: missing })).code, 0)
   })
 
-  it('prints the usage and exits 0 for --help or -h after any command', async () => {
+  it('describes the command asked about, its options and environment, for --help, -h or help COMMAND', async () => {
     const folder = tempDir()
     const env = { PLANT_STORE_DB: path.join(folder, 'fresh', 'plants.db'), PORT: '0' }
-    for (const args of [
-      ['--help'],
-      ['tokens', 'create', '--help'],
-      ['tokens', '-h'],
-      ['webhooks', 'deliveries', '--help'],
-      ['serve', '--help'],
-      ['migrate', '--help'],
-    ]) {
-      const result = await runCli(args, env)
+    for (const [args, heading, detail] of [
+      [['--help'], /^Usage:\n {2}plant-store serve/, /plant-store import FILE/],
+      [['help'], /^Usage:\n {2}plant-store serve/, /plant-store --version/],
+      [
+        ['tokens', 'create', '--help'],
+        /^Usage: plant-store tokens create --name NAME/,
+        /--expires-in DURATION +lifetime/,
+      ],
+      [
+        ['help', 'tokens', 'create'],
+        /^Usage: plant-store tokens create --name NAME/,
+        /PLANT_STORE_DB +SQLite store file/,
+      ],
+      [['tokens', '-h'], /^Usage: plant-store tokens create/, /Usage: plant-store tokens revoke ID/],
+      [
+        ['webhooks', 'deliveries', '--help'],
+        /^Usage: plant-store webhooks deliveries/,
+        /--attempts N +attempts shown/,
+      ],
+      [['serve', '--help'], /^Usage: plant-store serve/, /WEBHOOK_POLL_MS +how often/],
+      [['migrate', '--help'], /^Usage: plant-store migrate/, /DATABASE_URL +postgres:/],
+      [['backup', '--help'], /^Usage: plant-store backup FILE/, /pg_dump/],
+    ] as const) {
+      const result = await runCli([...args], env)
       assert.equal(result.code, 0, `${args.join(' ')}: ${result.stderr}`)
-      assert.match(result.stdout, /^Usage:\nplant-store serve/)
+      assert.match(result.stdout, heading)
+      assert.match(result.stdout, detail)
+      assert.equal(result.stderr, '')
     }
+    const unknown = await runCli(['help', 'frobnicate'], env)
+    assert.equal(unknown.code, 2)
+    assert.match(unknown.stderr, /no command "frobnicate" to describe/)
     assert.equal(fs.existsSync(path.join(folder, 'fresh')), false, 'no store was created')
+  })
+
+  it('prints the package version for --version and exits 0', async () => {
+    const { version } = JSON.parse(fs.readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as {
+      version: string
+    }
+    const result = await runCli(['--version'], {})
+    assert.equal(result.code, 0, result.stderr)
+    assert.equal(result.stdout, `${version}\n`)
+  })
+
+  it('says on stderr, with the absolute path, when a command creates the store, and only then', async () => {
+    const folder = tempDir()
+    const relative = path.relative(process.cwd(), path.join(folder, 'new', 'plants.db'))
+    const env = { PLANT_STORE_DB: relative }
+    const first = await runCli(['tokens', 'create', '--name', 'first'], env)
+    assert.equal(first.code, 0, first.stderr)
+    assert.match(
+      first.stderr,
+      new RegExp(`^created a new SQLite store at ${path.join(folder, 'new', 'plants.db')}\n`),
+    )
+    const second = await runCli(['tokens', 'create', '--name', 'second'], env)
+    assert.equal(second.code, 0, second.stderr)
+    assert.doesNotMatch(second.stderr, /created a new/)
   })
 })

@@ -224,9 +224,10 @@ for (const store of testStores()) {
           })
           const result = await runCli(['serve'], env)
           assert.equal(result.code, 1, `${result.stdout}\n${result.stderr}`)
+          // A new SQLite store is announced first: it was created before the port was tried.
           assert.match(
             result.stderr,
-            /^plant-store: HOST and PORT: cannot listen on 127\.0\.0\.1:\d+: .*EADDRINUSE.*\n$/,
+            /^(created a new SQLite store at \S+\n)?plant-store: HOST and PORT: cannot listen on 127\.0\.0\.1:\d+: .*EADDRINUSE.*\n$/,
           )
           assert.doesNotMatch(result.stdout, /webhook delivery worker started|no usable API token/)
         } finally {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { afterEach, beforeEach, describe, it } from 'node:test'
 import type { ListQuery, Plant, Storage, TokenRecord } from '../../src/storage/storage.js'
+import { dataMovesContract } from './contract-data-moves.js'
 import { webhookContract } from './contract-webhooks.js'
 import { at, type ContractContext, create, listPlants, plant, readPlant } from './fixtures.js'
 
@@ -43,6 +44,7 @@ export function storageContract(
     plantContract(ctx)
     tokenContract(ctx)
     webhookContract(ctx)
+    dataMovesContract(ctx)
     concurrencyContract(ctx)
 
     describe('lifecycle', () => {

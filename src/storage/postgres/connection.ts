@@ -8,6 +8,8 @@ export interface PostgresOptions {
   poolSize: number
   /** Server-side limit on any one statement, so a stuck query cannot hold a connection forever. */
   statementTimeoutMs: number
+  /** Told of each migration as it begins: on a big store one may take a while. */
+  onMigration?: (version: number, name: string) => void
 }
 
 /**

@@ -102,7 +102,10 @@ const MIGRATION_TIMEOUT_MS = 15 * 60_000
  * is applied exactly once and latecomers wait for it rather than failing on "relation exists".
  */
 /** `pool` should have no client-side query timeout: see createPool. */
-export async function migratePostgres(pool: pg.Pool): Promise<number[]> {
+export async function migratePostgres(
+  pool: pg.Pool,
+  onMigration?: (version: number, name: string) => void,
+): Promise<number[]> {
   const applied: number[] = []
   for (const migration of postgresMigrations) {
     const ran = await inTransaction(pool, async (tx) => {
@@ -115,6 +118,7 @@ export async function migratePostgres(pool: pg.Pool): Promise<number[]> {
         version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL)`)
       const done = await tx.query('SELECT 1 FROM schema_migrations WHERE version = $1', [migration.version])
       if (done.rows.length > 0) return false
+      onMigration?.(migration.version, migration.name)
       await tx.query(migration.sql)
       await tx.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, now())', [
         migration.version,

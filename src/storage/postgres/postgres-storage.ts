@@ -7,6 +7,7 @@ import type {
   LeasedDelivery,
   ListQuery,
   Plant,
+  PlantLines,
   PlantPage,
   Storage,
   Subscription,
@@ -18,6 +19,7 @@ import { CreateBatcher } from './create-batcher.js'
 import { createPlants } from './create-plants.js'
 import { CLIENT_DEADLINE_MARGIN_MS, createPool, type PostgresOptions } from './connection.js'
 import { guard } from './guard.js'
+import { exportPlants, requeueFailedDeliveries } from './data-moves.js'
 import { migratePostgres } from './migrations.js'
 import { PlantReads } from './plant-reads.js'
 import { RECORDABLE, type Row, toAttempt, toDelivery, toToken } from './rows.js'
@@ -51,7 +53,7 @@ export async function openPostgresStorage(options: PostgresOptions): Promise<Sto
       throw new Error('PostgreSQL 13 or later is required')
     // No deadline: DDL on a large table, or waiting for another instance's migration, takes long.
     const migrations = createPool({ ...options, poolSize: 1 }, false)
-    await guard(() => migratePostgres(migrations)).finally(() => migrations.end())
+    await guard(() => migratePostgres(migrations, options.onMigration)).finally(() => migrations.end())
   } catch (error) {
     await pool.end().catch(() => {})
     throw error
@@ -124,6 +126,15 @@ export class PostgresStorage implements Storage {
 
   listPlantsJson(query: ListQuery): Promise<PlantPage> {
     return this.reads.page(query)
+  }
+
+  exportPlants(after: bigint | undefined, limit: number): Promise<PlantLines> {
+    return exportPlants((text, values) => this.rows(text, values, true, 'plant-export'), after, limit)
+  }
+
+  /** Not retried after a lost connection: the retry would report as not requeued what was. */
+  requeueFailedDeliveries(ids: readonly string[] | undefined, now: Date): Promise<string[]> {
+    return requeueFailedDeliveries((text, values) => this.rows(text, values, false), ids, now)
   }
 
   async deletePlant(id: bigint): Promise<boolean> {

@@ -19,7 +19,12 @@ export interface SqliteOptions {
   maxBatch?: number
   /** Write each commit's WAL frames in one call (`wal-coalescing.ts`); default true. */
   coalesceWalWrites?: boolean
+  /** Told of each migration as it begins: on a big store one may take a while. */
+  onMigration?: MigrationListener
 }
+
+/** Hears of a pending migration just before it is applied. */
+export type MigrationListener = (version: number, name: string) => void
 
 export const DEFAULT_BUSY_TIMEOUT_MS = 5000
 export const DEFAULT_MAX_BATCH = 256
@@ -51,7 +56,7 @@ export const { toToken, toDelivery, toAttempt } = recordReaders((value) => new D
  * Applies pending migrations; BEGIN IMMEDIATE serialises processes that start together. It reads
  * only `schema_migrations`, so opening a store of any size costs the same.
  */
-export function migrateSqlite(db: Database.Database): number[] {
+export function migrateSqlite(db: Database.Database, onMigration?: MigrationListener): number[] {
   db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`)
   const applied: number[] = []
@@ -59,6 +64,7 @@ export function migrateSqlite(db: Database.Database): number[] {
     const run = db.transaction(() => {
       const done = db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?').get(migration.version)
       if (done) return
+      onMigration?.(migration.version, migration.name)
       db.exec(migration.sql)
       db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
         migration.version,
@@ -93,7 +99,7 @@ export function openSqliteDatabase(
     db.pragma(`busy_timeout = ${settings.busy ? (options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS) : 0}`)
     db.pragma(`cache_size = -${settings.cacheKiB}`)
     db.pragma(`wal_autocheckpoint = ${settings.autocheckpointPages}`)
-    if (settings.migrate) migrateSqlite(db)
+    if (settings.migrate) migrateSqlite(db, options.onMigration)
     return db
   } catch (error) {
     db.close()

@@ -8,6 +8,7 @@ import type {
   LeasedDelivery,
   ListQuery,
   Plant,
+  PlantLines,
   PlantPage,
   Storage,
   Subscription,
@@ -85,6 +86,8 @@ export class SqliteStorage implements Storage {
       listAfter: exact(listPlantsSql.after).raw(),
       listTagFirst: exact(listPlantsSql.tagFirst).raw(),
       listTagAfter: exact(listPlantsSql.tagAfter).raw(),
+      exportFirst: exact(`SELECT id, ${PLANT_JSON} FROM plants ORDER BY id LIMIT ?`).raw(),
+      exportAfter: exact(`SELECT id, ${PLANT_JSON} FROM plants WHERE id > ? ORDER BY id LIMIT ?`).raw(),
       more: db.prepare(listPlantsSql.more).pluck(),
       tagMore: db.prepare(listPlantsSql.tagMore).pluck(),
       tokenByHash: db.prepare('SELECT * FROM tokens WHERE token_hash = ?'),
@@ -143,6 +146,17 @@ export class SqliteStorage implements Storage {
     return this.writer.write({ op: 'deletePlant', id })
   }
 
+  exportPlants(after: bigint | undefined, limit: number): Promise<PlantLines> {
+    return this.read(() => {
+      const s = this.statements
+      const rows = (after === undefined ? s.exportFirst.all(limit) : s.exportAfter.all(after, limit)) as [
+        bigint,
+        string,
+      ][]
+      return { lines: rows.map((row) => row[1]), lastId: rows.at(-1)?.[0] }
+    })
+  }
+
   createToken(token: TokenRecord): Promise<void> {
     return this.writer.write({ op: 'createToken', token })
   }
@@ -196,6 +210,10 @@ export class SqliteStorage implements Storage {
 
   recordAttempt(result: AttemptResult): Promise<void> {
     return this.writer.write({ op: 'recordAttempt', result })
+  }
+
+  requeueFailedDeliveries(ids: readonly string[] | undefined, now: Date): Promise<string[]> {
+    return this.writer.write({ op: 'requeueFailed', ids, now: now.getTime() })
   }
 
   listDeliveries(options: { failedOnly: boolean; limit: number }): Promise<Delivery[]> {

@@ -24,12 +24,18 @@ export type WriteOp =
   | { op: 'removeSubscription'; id: string }
   | { op: 'claimDeliveries'; request: ClaimRequest }
   | { op: 'recordAttempt'; result: AttemptResult }
+  | { op: 'requeueFailed'; ids: readonly string[] | undefined; now: number }
 
 /** One subscriber's due, unleased deliveries, earliest first. */
 export const dueDeliveriesSql = `SELECT * FROM webhook_deliveries
   WHERE subscription_id = ? AND status = 'pending' AND next_attempt_at <= ?
     AND (lease_until IS NULL OR lease_until < ?)
   ORDER BY next_attempt_at LIMIT ?`
+
+/** Failed deliveries back to pending, due now; those of a removed subscription stay failed. */
+const REQUEUE = `UPDATE webhook_deliveries
+  SET status = 'pending', next_attempt_at = ?, lease_owner = NULL, lease_until = NULL
+  WHERE status = 'failed' AND subscription_id IN (SELECT id FROM webhook_subscriptions)`
 
 export function prepareWriteOps(db: Database.Database) {
   const exact = (sql: string) => db.prepare(sql).safeIntegers(true)
@@ -68,6 +74,8 @@ export function prepareWriteOps(db: Database.Database) {
     // Numbered from the delivery's count, which recordAttempt has just raised.
     insertAttempt: db.prepare(`INSERT INTO webhook_attempts (delivery_id, attempt, at, status, error)
       SELECT id, attempts, ?, ?, ? FROM webhook_deliveries WHERE id = ?`),
+    requeueAll: db.prepare(`${REQUEUE} RETURNING id`).pluck(),
+    requeueOne: db.prepare(`${REQUEUE} AND id = ? RETURNING id`).pluck(),
     lease: db.prepare('UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ? WHERE id = ?'),
     subscriptions: db.prepare('SELECT id, url, secret FROM webhook_subscriptions'),
     dueFor: exact(dueDeliveriesSql),
@@ -152,6 +160,10 @@ export function prepareWriteOps(db: Database.Database) {
       })
       if (recorded.changes === 1) s.insertAttempt.run(at, r.status, r.error, r.deliveryId)
     },
+    requeueFailed: ({ ids, now }) =>
+      ids === undefined
+        ? (s.requeueAll.all(now) as string[])
+        : ids.flatMap((id) => s.requeueOne.all(now, id) as string[]),
   }
   return {
     execute: (op: WriteOp) => (run[op.op] as (op: WriteOp) => unknown)(op),

@@ -1,0 +1,35 @@
+import fs from 'node:fs'
+import path from 'node:path'
+import { parseArgs } from 'node:util'
+import { loadConfig } from '../config.js'
+import { backupSqliteStore } from '../storage/sqlite/backup.js'
+import { CommandError, UsageError } from './output.js'
+import { Progress, count, percent } from './progress.js'
+
+/**
+ * `plant-store backup FILE`: a consistent copy of the SQLite store while the service runs. It
+ * opens the file itself rather than through the storage port: the backup API works on a plain
+ * connection, and a backup must neither migrate nor create the store it copies.
+ */
+export async function backupCommand(args: string[]): Promise<void> {
+  const { positionals } = parseArgs({ args, allowPositionals: true, strict: true })
+  const target = positionals[0]
+  if (!target || positionals.length > 1) throw new UsageError('backup needs exactly one FILE to write')
+  const config = loadConfig()
+  if (config.databaseUrl) {
+    throw new CommandError(
+      'backup copies a SQLite store; for PostgreSQL use pg_dump: pg_dump --format=custom --file=plants.dump "$DATABASE_URL" (see docs/backups.md)',
+    )
+  }
+  if (!fs.existsSync(config.dbPath))
+    throw new CommandError(`no store at ${config.dbPath} (PLANT_STORE_DB); check the path`)
+  const destination = path.resolve(target)
+  if (fs.existsSync(destination)) throw new CommandError(`${destination} already exists; choose a new file`)
+  if (destination === config.dbPath) throw new CommandError('the backup must be another file than the store')
+  const progress = new Progress(`backing up ${config.dbPath}`)
+  const result = await backupSqliteStore(config.dbPath, destination, (copied, total) =>
+    progress.update(`${count(copied)} of ${count(total)} pages, ${percent(copied, total)}`),
+  )
+  progress.done(`${count(result.pages)} pages`)
+  process.stderr.write(`backed up ${config.dbPath} to ${destination} (${count(result.bytes)} bytes)\n`)
+}

@@ -1,0 +1,81 @@
+import fs from 'node:fs'
+import path from 'node:path'
+import type { Writable } from 'node:stream'
+import { parseArgs } from 'node:util'
+import type { OpenStore } from './open-store.js'
+import { CommandError, UsageError } from './output.js'
+import { Progress, count } from './progress.js'
+
+/** Plants read per page: large enough to amortise the query, small enough for constant memory. */
+const PAGE = 10_000
+
+/**
+ * `plant-store export [FILE|-]`: every plant as one line of NDJSON, in id order, ids exact. Pages
+ * are read by keyset, so memory stays constant and the store serves meanwhile; a plant created or
+ * deleted during the export may or may not be in it (`backup` gives a point-in-time copy).
+ */
+export async function exportCommand(open: OpenStore, args: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    strict: true,
+    options: { force: { type: 'boolean' } },
+  })
+  if (positionals.length > 1) throw new UsageError('export takes at most one FILE (- for standard output)')
+  const target = positionals[0] ?? '-'
+  const storage = await open()
+  const file = target === '-' ? undefined : path.resolve(target)
+  const out: Writable = file ? openOutput(file, values.force === true) : process.stdout
+  const progress = new Progress('exporting')
+  let exported = 0
+  let after: bigint | undefined
+  for (;;) {
+    const page = await storage.exportPlants(after, PAGE)
+    if (page.lines.length === 0) break
+    // The reader of standard output going away (`| head`) ends the export quietly, as it ends a listing.
+    if ((await write(out, `${page.lines.join('\n')}\n`)) === 'closed') return
+    exported += page.lines.length
+    after = page.lastId
+    progress.update(`${count(exported)} plants`)
+  }
+  if (file) await close(out)
+  progress.done(`${count(exported)} plants`)
+  process.stderr.write(`exported ${count(exported)} plants${file ? ` to ${file}` : ''}\n`)
+}
+
+function openOutput(file: string, force: boolean): Writable {
+  try {
+    return fs.createWriteStream(file, { fd: fs.openSync(file, force ? 'w' : 'wx') })
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    if (code === 'EEXIST') throw new CommandError(`${file} already exists; choose a new file or pass --force`)
+    throw new CommandError(`cannot write ${file}: ${code ?? (error as Error).message}`)
+  }
+}
+
+/**
+ * Writes, waiting while the reader is behind. A failed stream (a full disk) rejects; a pipe whose
+ * reader has gone (EPIPE) resolves `closed`.
+ */
+function write(out: Writable, text: string): Promise<'written' | 'closed'> {
+  return new Promise((resolve, reject) => {
+    const fail = (error: NodeJS.ErrnoException) =>
+      error.code === 'EPIPE'
+        ? resolve('closed')
+        : reject(new CommandError(`could not write the export: ${error.code ?? error.message}`))
+    out.once('error', fail)
+    const settle = () => {
+      out.off('error', fail)
+      resolve('written')
+    }
+    if (out.write(text)) settle()
+    else out.once('drain', settle)
+  })
+}
+
+function close(out: Writable): Promise<void> {
+  return new Promise((resolve, reject) => {
+    out.once('error', (error) => reject(new CommandError(`could not write the export: ${error.message}`)))
+    out.end(() => resolve())
+  })
+}

@@ -1,0 +1,127 @@
+import fs from 'node:fs'
+import path from 'node:path'
+import type { Readable } from 'node:stream'
+import { parseArgs } from 'node:util'
+import { loadConfig } from '../config.js'
+import { ApiError } from '../errors.js'
+import { newPlantChecker, plantConflict } from '../routes/new-plant.js'
+import { plantJson } from '../storage/plant-json.js'
+import type { Plant } from '../storage/storage.js'
+import { readLines } from './ndjson-lines.js'
+import type { OpenStore } from './open-store.js'
+import { CommandError, UsageError } from './output.js'
+import { Progress, count, percent } from './progress.js'
+
+/**
+ * Creates in flight at once. The store batches what arrives together (a SQLite group commit, a
+ * PostgreSQL multi-row statement), so a wide window is what makes the import fast.
+ */
+const WINDOW = 8192
+/** SQLite creates per group commit for the import's own connection: one fsync per 4096 plants. */
+const SQLITE_IMPORT_BATCH = 4096
+
+/** The summary `import` ends with. */
+export interface ImportCounts {
+  created: number
+  present: number
+  conflicts: number
+  bad: number
+}
+
+/**
+ * `plant-store import FILE|-`: each line is a POST /plants body, checked by the same parser and
+ * schema, and stored by the same createPlant (with its webhook events), so a line is created,
+ * already present (the same plant), a conflict (another plant at its id) or bad, and never half
+ * stored. Exits 1 when a line was bad or conflicting; running it again is harmless.
+ */
+export async function importCommand(open: OpenStore, args: string[]): Promise<void> {
+  const { positionals } = parseArgs({ args, allowPositionals: true, strict: true })
+  const source = positionals[0]
+  if (!source || positionals.length > 1)
+    throw new UsageError('import needs exactly one FILE (- for standard input)')
+  const config = loadConfig()
+  // Before the store is opened (and maybe created): a mistyped FILE must not leave a new store behind.
+  const { input, size } = source === '-' ? { input: process.stdin, size: 0 } : openInput(path.resolve(source))
+  const storage = await open({
+    create: true,
+    tune: { sqliteMaxBatch: Math.max(config.sqliteMaxBatch, SQLITE_IMPORT_BATCH) },
+  })
+  const check = newPlantChecker()
+  const counts: ImportCounts = { created: 0, present: 0, conflicts: 0, bad: 0 }
+  const report = (line: number, message: string) => process.stderr.write(`line ${line}: ${message}\n`)
+  const progress = new Progress('importing')
+  const inFlight = new Set<Promise<void>>()
+  // The store failing (a full disk, a lost database) stops the import; the lines stored so far
+  // stay, and running it again counts them as already present.
+  let failure: unknown
+  const store = (plant: Plant, line: number) => {
+    const tracked: Promise<void> = storage
+      .createPlant(plant, plantJson(plant))
+      .then(
+        (outcome) => {
+          if (outcome.kind === 'created') counts.created++
+          else if (outcome.kind === 'replayed') counts.present++
+          else {
+            counts.conflicts++
+            report(line, plantConflict(plant, outcome.existing).message)
+          }
+        },
+        (error: unknown) => {
+          failure ??= error
+        },
+      )
+      .finally(() => inFlight.delete(tracked))
+    inFlight.add(tracked)
+  }
+  let lastLine = 0
+  for await (const line of readLines(input, config.bodyLimit)) {
+    lastLine = line.number
+    if (line.tooLong) {
+      counts.bad++
+      report(line.number, `body must not be larger than ${config.bodyLimit} bytes (BODY_LIMIT)`)
+      continue
+    }
+    // A blank line (a trailing one, say) is no plant, and no mistake either.
+    if (line.bytes.toString('latin1').trim() === '') continue
+    let plant: Plant
+    try {
+      plant = check(line.bytes)
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error
+      counts.bad++
+      report(line.number, error.message)
+      continue
+    }
+    store(plant, line.number)
+    if (inFlight.size >= WINDOW) await Promise.race(inFlight)
+    if (failure !== undefined) break
+    const done = counts.created + counts.present + counts.conflicts + counts.bad
+    const read = 'bytesRead' in input ? (input.bytesRead as number) : 0
+    progress.update(`${count(done)} lines${size > 0 ? `, ${percent(read, size)}` : ''}`)
+  }
+  await Promise.all(inFlight)
+  if (failure !== undefined) {
+    progress.done()
+    throw new CommandError(
+      `the store failed after line ${lastLine}, so the import stopped: ${(failure as Error).message ?? String(failure)}; ` +
+        `${count(counts.created)} plants were created; run it again to finish (what is stored counts as already present)`,
+    )
+  }
+  progress.done('done')
+  process.stderr.write(
+    `imported: ${count(counts.created)} created, ${count(counts.present)} already present, ` +
+      `${count(counts.conflicts)} conflicts, ${count(counts.bad)} bad lines\n`,
+  )
+  if (counts.conflicts + counts.bad > 0) {
+    throw new CommandError(`${count(counts.conflicts + counts.bad)} lines were not imported (see above)`)
+  }
+}
+
+function openInput(file: string): { input: Readable; size: number } {
+  try {
+    const fd = fs.openSync(file, 'r')
+    return { input: fs.createReadStream('', { fd }), size: fs.fstatSync(fd).size }
+  } catch (error) {
+    throw new CommandError(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`)
+  }
+}
