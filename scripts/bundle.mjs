@@ -4,7 +4,7 @@
 // bundle finds next to itself as dist/src finds it. Why: Node 20 resolved, read and linked about
 // 500 files at every start (fastify alone some 130), half the time to /readyz; one file starts in
 // about half the time (docs/performance-history.md, fifth round). better-sqlite3 stays outside,
-// as a native addon must.
+// as a native addon must, and so do the packages only some services load (below).
 // Run by `npm run build` after tsc; takes well under a second.
 import fs from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -25,7 +25,9 @@ await build({
   platform: 'node',
   format: 'esm',
   target: 'node20',
-  external: ['better-sqlite3'],
+  // OpenTelemetry and pino-pretty are imported only when asked for (OTEL_EXPORTER_OTLP_ENDPOINT,
+  // LOG_FORMAT=pretty): left outside, they cost a service that does not use them nothing at all.
+  external: ['better-sqlite3', 'pino-pretty', '@opentelemetry/*'],
   // Most dependencies are CommonJS and call require(); an ES module has none of its own.
   banner: {
     js: "import { createRequire as __createRequire } from 'node:module';\nconst require = __createRequire(import.meta.url);",

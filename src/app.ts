@@ -16,6 +16,9 @@ import { badPathEncoding, badQueryEncoding } from './http/query-encoding.js'
 import { installRequestLogging, logRequestLine, requestIdFrom } from './http/request-logging.js'
 import { dedupedSerializers } from './http/serializers.js'
 import { installValidators } from './http/validators.js'
+import { loggerOptions } from './observability/log-options.js'
+import { installHttpMetrics } from './observability/http-metrics.js'
+import { activeTracing } from './observability/trace-hooks.js'
 import { registerOpenApi } from './openapi/document.js'
 import { healthRoutes } from './routes/health.js'
 import { methodNotAllowed, routeEveryHttpMethod } from './routes/method-not-allowed.js'
@@ -45,10 +48,7 @@ export async function buildApp(
   options: { draining?: () => boolean } = {},
 ): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: {
-      level: config.logLevel,
-      redact: { paths: ['req.headers.authorization', 'headers.authorization'], censor: '[redacted]' },
-    },
+    logger: await loggerOptions(config),
     // One line per request, written by installRequestLogging, instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
@@ -110,6 +110,10 @@ export async function buildApp(
   installValidators(app, sharedSchemas)
   installErrorHandler(app, config.bodyLimit)
   installRequestLogging(app)
+  // Served here unless METRICS_PORT takes them elsewhere (observability/metrics-server.ts).
+  const metricsRoute = config.metrics && config.metricsPort === undefined
+  if (config.metrics) installHttpMetrics(app, storage, { route: metricsRoute })
+  activeTracing()?.instrument(app)
   app.addHook('onRequest', refuseUnsupportedFraming)
   app.addHook('onRequest', requireHost)
   installExpectHandling(app)
@@ -148,6 +152,7 @@ export async function buildApp(
     methodNotAllowed(app, '/openapi.json', ['GET']),
     methodNotAllowed(app, '/healthz', ['GET']),
     methodNotAllowed(app, '/readyz', ['GET']),
+    ...(metricsRoute ? [methodNotAllowed(app, '/metrics', ['GET'])] : []),
   ])
   await app.ready()
   return app

@@ -1,13 +1,16 @@
 import { ConfigError, type Config } from '../config.js'
 import { SqliteStorage } from './sqlite/sqlite-storage.js'
-import type { Storage } from './storage.js'
+import type { CommitObserver, Storage } from './storage.js'
 
 /**
  * The one place an adapter is chosen: PostgreSQL when DATABASE_URL is set, else the SQLite file.
  * A store that cannot be opened stops the start with one line naming the variable to look at,
  * not a stack trace.
  */
-export async function openStorage(config: Config): Promise<Storage> {
+export async function openStorage(
+  config: Config,
+  { observer }: { observer?: CommitObserver } = {},
+): Promise<Storage> {
   if (config.databaseUrl) {
     const { openPostgresStorage } = await import('./postgres/postgres-storage.js')
     try {
@@ -15,6 +18,7 @@ export async function openStorage(config: Config): Promise<Storage> {
         url: config.databaseUrl,
         poolSize: config.dbPoolSize,
         statementTimeoutMs: config.dbStatementTimeoutMs,
+        observer,
       })
     } catch (error) {
       throw new ConfigError(`DATABASE_URL: cannot open the PostgreSQL store: ${(error as Error).message}`, {
@@ -29,6 +33,7 @@ export async function openStorage(config: Config): Promise<Storage> {
       maxBatch: config.sqliteMaxBatch,
       busyTimeoutMs: config.sqliteBusyTimeoutMs,
       coalesceWalWrites: config.sqliteWalCoalesce,
+      observer,
     })
   } catch (error) {
     throw new ConfigError(

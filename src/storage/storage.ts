@@ -153,12 +153,20 @@ export interface Storage {
   recordAttempt(result: AttemptResult): Promise<void>
   /** The newest deliveries first. */
   listDeliveries(options: { failedOnly: boolean; limit: number }): Promise<Delivery[]>
+  /** Pending deliveries and when the oldest of them was created (null when none), for metrics. */
+  webhookBacklog(): Promise<{ pending: number; oldestCreatedAt: Date | null }>
   /** The newest `each` attempts of each of these deliveries, newest first per delivery. */
   listAttempts(deliveryIds: readonly string[], each: number): Promise<DeliveryAttempt[]>
 
   /** Resolves when the store answers a trivial query. */
   ping(): Promise<void>
   close(): Promise<void>
+}
+
+/** Told of every group commit a store has answered, for metrics (observability/metrics.ts). */
+export interface CommitObserver {
+  /** `size` writes shared one commit, answered `durationMs` after it began. */
+  batchCommitted(size: number, durationMs: number): void
 }
 
 /** Thrown by an adapter when the database cannot be reached; answered as 503 with Retry-After. */

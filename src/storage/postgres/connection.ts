@@ -2,6 +2,7 @@ import net from 'node:net'
 import postgres from 'postgres'
 import { StoreUnavailableError } from '../storage.js'
 import type { PgSql } from './migrations.js'
+import type { CommitObserver } from '../storage.js'
 
 /** How to reach PostgreSQL; mirrors DATABASE_URL, DB_POOL_SIZE and DB_STATEMENT_TIMEOUT_MS. */
 export interface PostgresOptions {
@@ -10,6 +11,8 @@ export interface PostgresOptions {
   poolSize: number
   /** Server-side limit on any one statement, so a stuck query cannot hold a connection forever. */
   statementTimeoutMs: number
+  /** Told of each create batch answered (metrics). */
+  observer?: CommitObserver
 }
 
 /** Socket-level failures (Node) and postgres.js's own connection states. */

@@ -87,6 +87,7 @@ export class PostgresStorage implements Storage {
       MAX_BATCHES_IN_FLIGHT,
       MAX_BATCH,
       this.deadlineMs,
+      options.observer,
     )
   }
 
@@ -287,6 +288,14 @@ export class PostgresStorage implements Storage {
         ) a`,
     )
     return rows.map(toAttempt)
+  }
+
+  async webhookBacklog(): Promise<{ pending: number; oldestCreatedAt: Date | null }> {
+    const [row] = await this.guardIdempotent(
+      () => this.sql`SELECT count(*)::int AS n, min(created_at) AS oldest
+        FROM webhook_deliveries WHERE status = 'pending'`,
+    )
+    return { pending: Number(row?.n ?? 0), oldestCreatedAt: (row?.oldest as Date | null) ?? null }
   }
 
   async listDeliveries(options: { failedOnly: boolean; limit: number }): Promise<Delivery[]> {

@@ -2,6 +2,7 @@
  * What the SQLite connections share: opening the file with the right pragmas, migrations, and
  * turning rows into port values.
  */
+import type { CommitObserver } from '../storage.js'
 import fs from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
@@ -19,6 +20,8 @@ export interface SqliteOptions {
   maxBatch?: number
   /** Write each commit's WAL frames in one call (`wal-coalescing.ts`); default true. */
   coalesceWalWrites?: boolean
+  /** Told of each group commit answered (metrics). */
+  observer?: CommitObserver
 }
 
 export const DEFAULT_BUSY_TIMEOUT_MS = 5000
