@@ -21,8 +21,7 @@ export async function serveCommand(args: string[]): Promise<void> {
   const workers = parseWorkers(values.workers)
   // After the arguments: a wrong command line is a 2 whatever the store, and creates no store file.
   const config = loadConfig()
-  const observer = config.metrics ? commitObserver(config.databaseUrl ? 'postgres' : 'sqlite') : undefined
-  const opened = await openStorage(config, { observer })
+  const opened = await openStorage(config, { observer: config.metrics ? commitObserver : undefined })
   if (workers > 1 && cluster.isPrimary) {
     // Opening the store has applied any pending migration, once, before a worker starts.
     await opened.close()
@@ -34,6 +33,8 @@ export async function serveCommand(args: string[]): Promise<void> {
     }
     return runCluster({ workers, config })
   }
+  // A worker answers the primary's scrapes from the start, so none waits on one still starting.
+  if (config.metricsPort !== undefined && cluster.isWorker) answerClusterScrapes()
   const tracing = await startTracing(config)
   const storage = tracing ? tracing.traceStorage(opened) : opened
   // The shutdown reads this list when it runs, so the worker (which needs the app's logger) can
@@ -66,8 +67,7 @@ export async function serveCommand(args: string[]): Promise<void> {
       'no usable API token yet: create one with `npm run --silent cli -- tokens create --name admin` (or `plant-store tokens create --name admin`)',
     )
   }
-  if (config.metricsPort !== undefined && cluster.isWorker) answerClusterScrapes()
-  else if (config.metricsPort !== undefined) {
+  if (config.metricsPort !== undefined && !cluster.isWorker) {
     const metrics = await startMetricsServer(config).catch(async (error: unknown) => {
       await server.shutdown('could not listen for metrics')
       throw new ConfigError(

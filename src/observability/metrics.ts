@@ -28,14 +28,12 @@ export const requestsInFlight = new client.Gauge({
 
 const batchSize = new client.Histogram({
   name: `${PREFIX}group_commit_batch_size`,
-  help: 'Creates (SQLite: writes) that shared one commit',
-  labelNames: ['store'] as const,
+  help: "Creates (SQLite: writes, the webhook worker's polls included) that shared one commit",
   buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
 })
 const commitSeconds = new client.Histogram({
   name: `${PREFIX}group_commit_duration_seconds`,
   help: 'Time from the start of a group commit to its answers (SQLite: including the WAL sync)',
-  labelNames: ['store'] as const,
   buckets: seconds,
 })
 
@@ -147,15 +145,12 @@ export function countRequest(route: string, method: string, status: number, elap
   child.seconds.observe(elapsedSeconds)
 }
 
-export const commitObserver = (storeKind: 'sqlite' | 'postgres'): CommitObserver => {
-  const size = batchSize.labels(storeKind)
-  const duration = commitSeconds.labels(storeKind)
-  return {
-    batchCommitted(count, durationMs) {
-      size.observe(count)
-      duration.observe(durationMs / 1000)
-    },
-  }
+/** For the store's group commit (a process has one store, so no label says which). */
+export const commitObserver: CommitObserver = {
+  batchCommitted(count, durationMs) {
+    batchSize.observe(count)
+    commitSeconds.observe(durationMs / 1000)
+  },
 }
 
 export type StoreErrorKind = 'unavailable' | 'read_only' | 'write_failed'
