@@ -129,18 +129,32 @@ export async function createTracing(): Promise<Tracing> {
       })
     },
 
+    webhookDelivery(delivery, attempt) {
+      const attributes = {
+        'plant_store.webhook_id': delivery.id,
+        'plant_store.subscription_id': delivery.subscriptionId,
+        'plant_store.attempt': delivery.attempts + 1,
+      }
+      return tracer.startActiveSpan('webhook delivery', { attributes }, async (span) => {
+        try {
+          await attempt()
+        } catch (error) {
+          failed(span, error)
+          throw error
+        } finally {
+          span.end()
+        }
+      })
+    },
+
     webhookSend(delivery, send) {
+      // The URL without its query, which may carry a subscriber's own secret.
+      const url = new URL(delivery.url)
       return tracer.startActiveSpan(
         'webhook send',
         {
           kind: SpanKind.CLIENT,
-          attributes: {
-            'http.request.method': 'POST',
-            'url.full': delivery.url,
-            'plant_store.webhook_id': delivery.id,
-            'plant_store.subscription_id': delivery.subscriptionId,
-            'plant_store.attempt': delivery.attempts + 1,
-          },
+          attributes: { 'http.request.method': 'POST', 'url.full': `${url.origin}${url.pathname}` },
         },
         async (span) => {
           try {

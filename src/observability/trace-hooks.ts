@@ -12,6 +12,8 @@ export interface Tracing {
   instrument(app: FastifyInstance): void
   /** The store with a child span for every call made within a span. */
   traceStorage(storage: Storage): Storage
+  /** A span for one delivery attempt, the parent of its send and of the store calls recording it. */
+  webhookDelivery(delivery: LeasedDelivery, attempt: () => Promise<void>): Promise<void>
   webhookSend(delivery: LeasedDelivery, send: () => Promise<SendOutcome>): Promise<SendOutcome>
   /** Exports the spans still buffered; a Background of the server. */
   stop(): Promise<void>
@@ -27,6 +29,10 @@ export async function startTracing(config: Pick<Config, 'tracing'>): Promise<Tra
   const { createTracing } = await import('./otel.js')
   active = await createTracing()
   return active
+}
+
+export function tracedDelivery(delivery: LeasedDelivery, attempt: () => Promise<void>): Promise<void> {
+  return active ? active.webhookDelivery(delivery, attempt) : attempt()
 }
 
 export function tracedWebhookSend(

@@ -6,7 +6,7 @@ import type { Background } from '../server.js'
 import { type LeasedDelivery, type Storage, StoreUnavailableError } from '../storage/storage.js'
 import { type BackoffPolicy, nextRetryAt } from './backoff.js'
 import { countWebhookAttempt } from '../observability/metrics.js'
-import { tracedWebhookSend } from '../observability/trace-hooks.js'
+import { tracedDelivery, tracedWebhookSend } from '../observability/trace-hooks.js'
 import { sendWebhook } from './send-webhook.js'
 
 /** The pino methods the worker uses; Fastify's `app.log` fits. */
@@ -211,8 +211,13 @@ export class DeliveryWorker implements Background {
     this.inFlight.set(delivery.id, entry)
   }
 
+  /** One attempt, in a trace of its own when tracing is on. */
+  private deliver(delivery: LeasedDelivery, controller: AbortController): Promise<void> {
+    return tracedDelivery(delivery, () => this.attempt(delivery, controller))
+  }
+
   /** One attempt: send (`send-webhook.ts`), then log and record what became of it. */
-  private async deliver(delivery: LeasedDelivery, controller: AbortController): Promise<void> {
+  private async attempt(delivery: LeasedDelivery, controller: AbortController): Promise<void> {
     const sent = await tracedWebhookSend(delivery, () =>
       sendWebhook(delivery, this.config.webhookTimeoutMs, controller),
     )
