@@ -1,15 +1,15 @@
-import pino, { type LoggerOptions } from 'pino'
+import type pino from 'pino'
+import type { LoggerOptions } from 'pino'
 import type { Config } from '../config.js'
+import { isoTime, turnBatchedStdout } from './log-stream.js'
 
 /** Never logged: a token in an Authorization header that a line might carry. */
 const redact = { paths: ['req.headers.authorization', 'headers.authorization'], censor: '[redacted]' }
 
 /**
  * The service's pino options (Fastify's `logger`). JSON lines carry an ISO time and the level's
- * name. They are written asynchronously: under load the lines that queue up while one write is
- * in flight go out in the next, one system call instead of one per request; pino flushes what
- * is left synchronously when the process exits. `pretty` is pino-pretty's text, for a terminal,
- * loaded only then.
+ * name, and are written once per turn of the event loop (log-stream.ts). `pretty` is
+ * pino-pretty's text, for a terminal, loaded only then.
  */
 export async function loggerOptions(
   config: Pick<Config, 'logLevel' | 'logFormat'>,
@@ -22,8 +22,8 @@ export async function loggerOptions(
   return {
     level: config.logLevel,
     redact,
-    timestamp: pino.stdTimeFunctions.isoTime,
+    timestamp: isoTime,
     formatters: { level: (label) => ({ level: label }) },
-    stream: pino.destination({ dest: 1, sync: false }),
+    stream: turnBatchedStdout(),
   }
 }
