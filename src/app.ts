@@ -17,7 +17,7 @@ import { installRequestLogging, logRequestLine, requestIdFrom } from './http/req
 import { dedupedSerializers } from './http/serializers.js'
 import { installValidators } from './http/validators.js'
 import { loggerOptions } from './observability/log-options.js'
-import { installHttpMetrics } from './observability/http-metrics.js'
+import { installHttpMetrics, metricsRoute } from './observability/http-metrics.js'
 import { activeTracing } from './observability/trace-hooks.js'
 import { registerOpenApi } from './openapi/document.js'
 import { healthRoutes } from './routes/health.js'
@@ -111,8 +111,8 @@ export async function buildApp(
   installErrorHandler(app, config.bodyLimit)
   installRequestLogging(app)
   // Served here unless METRICS_PORT takes them elsewhere (observability/metrics-server.ts).
-  const metricsRoute = config.metrics && config.metricsPort === undefined
-  if (config.metrics) installHttpMetrics(app, storage, { route: metricsRoute })
+  const servesMetrics = config.metrics && config.metricsPort === undefined
+  if (config.metrics) installHttpMetrics(app, storage)
   activeTracing()?.instrument(app)
   app.addHook('onRequest', refuseUnsupportedFraming)
   app.addHook('onRequest', requireHost)
@@ -146,13 +146,14 @@ export async function buildApp(
     },
   })
   healthRoutes(app, storage)
+  if (servesMetrics) metricsRoute(app)
   answerConnect(app, [
     methodNotAllowed(app, '/plants', ['GET', 'POST']),
     methodNotAllowed(app, '/plants/:id', ['GET', 'DELETE']),
     methodNotAllowed(app, '/openapi.json', ['GET']),
     methodNotAllowed(app, '/healthz', ['GET']),
     methodNotAllowed(app, '/readyz', ['GET']),
-    ...(metricsRoute ? [methodNotAllowed(app, '/metrics', ['GET'])] : []),
+    ...(servesMetrics ? [methodNotAllowed(app, '/metrics', ['GET'])] : []),
   ])
   await app.ready()
   return app

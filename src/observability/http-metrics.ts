@@ -15,15 +15,8 @@ const NO_ROUTE = '(none)'
 const inFlight = Symbol('counted in flight')
 type Counted = FastifyRequest & { [inFlight]?: boolean }
 
-/**
- * Counts every request that reaches Fastify's hooks, by route pattern, method and status, and
- * those in flight; with `route`, also serves them at GET /metrics (public, like the probes).
- */
-export function installHttpMetrics(
-  app: FastifyInstance,
-  store: StoreGauges,
-  { route }: { route: boolean },
-): void {
+/** Counts every request that reaches Fastify's hooks, by route pattern, method and status, and those in flight. */
+export function installHttpMetrics(app: FastifyInstance, store: StoreGauges): void {
   collectProcessMetrics()
   watchStore(store)
   app.addHook('onClose', (_app, done) => {
@@ -51,7 +44,10 @@ export function installHttpMetrics(
     countRequest(pattern, request.method, reply.statusCode, reply.elapsedTime / 1000)
     done()
   })
-  if (!route) return
+}
+
+/** GET /metrics, public like the probes; registered after the OpenAPI plugin, which documents it. */
+export function metricsRoute(app: FastifyInstance): void {
   app.get(
     '/metrics',
     {
