@@ -158,6 +158,11 @@ export interface Storage {
   /** The newest `each` attempts of each of these deliveries, newest first per delivery. */
   listAttempts(deliveryIds: readonly string[], each: number): Promise<DeliveryAttempt[]>
 
+  /**
+   * Connections of the driver's pool running a query, and queries waiting for one, for metrics;
+   * absent when the driver does not tell (postgres.js does not).
+   */
+  poolStats?(): { inUse: number; waiting: number } | undefined
   /** Resolves when the store answers a trivial query. */
   ping(): Promise<void>
   close(): Promise<void>
