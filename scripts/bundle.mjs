@@ -3,8 +3,9 @@
 // that `npm start` runs, and checkpoint-thread.js, the SQLite checkpointer's worker, which the
 // bundle finds next to itself as dist/src finds it. Why: Node 20 resolved, read and linked about
 // 500 files at every start (fastify alone some 130), half the time to /readyz; one file starts in
-// about half the time. better-sqlite3 stays outside, as a native addon must, and so does
-// @fastify/swagger-ui, which serves files from its package.
+// about half the time. better-sqlite3 stays outside, as a native addon must, and so do
+// @fastify/swagger-ui, which serves files from its package, and the packages only some services
+// load (below).
 // Run by `npm run build` after tsc; takes well under a second.
 import fs from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -26,8 +27,10 @@ await build({
   format: 'esm',
   target: 'node20',
   // Swagger UI reads its page's files from its own folder (__dirname), which a bundle has not;
-  // pg-native is pg's optional native binding, which this service does not use.
-  external: ['better-sqlite3', '@fastify/swagger-ui', 'pg-native'],
+  // pg-native is pg's optional native binding, which this service does not use. OpenTelemetry
+  // and pino-pretty are imported only when asked for (OTEL_EXPORTER_OTLP_ENDPOINT,
+  // LOG_FORMAT=pretty): left outside, they cost a service that does not use them nothing.
+  external: ['better-sqlite3', '@fastify/swagger-ui', 'pg-native', 'pino-pretty', '@opentelemetry/*'],
   // Most dependencies are CommonJS and call require(); an ES module has none of its own.
   banner: {
     js: "import { createRequire as __createRequire } from 'node:module';\nconst require = __createRequire(import.meta.url);",

@@ -12,7 +12,6 @@ import { installExpectHandling } from './http/expect-header.js'
 import { requireHost } from './http/host-header.js'
 import { registerJsonBodyParser } from './http/json-body.js'
 import { lazyRequestLogger } from './http/lazy-request-logger.js'
-import { stdoutLog } from './http/log-destination.js'
 import { refuseUnsupportedFraming } from './http/message-framing.js'
 import { handlePipelinedRequestsInOrder } from './http/pipelining.js'
 import { badPathEncoding, badQueryEncoding } from './http/query-encoding.js'
@@ -20,6 +19,9 @@ import { installRequestLogging, logRequestLine, requestIdFrom } from './http/req
 import { installSecurityHeaders } from './http/security-headers.js'
 import { dedupedSerializers } from './http/serializers.js'
 import { installValidators } from './http/validators.js'
+import { loggerOptions } from './observability/log-options.js'
+import { installHttpMetrics, metricsRoute } from './observability/http-metrics.js'
+import { activeTracing } from './observability/trace-hooks.js'
 import { registerOpenApi } from './openapi/document.js'
 import { docsRoutes } from './routes/docs.js'
 import { healthRoutes } from './routes/health.js'
@@ -50,12 +52,7 @@ export async function buildApp(
   options: { draining?: () => boolean } = {},
 ): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: {
-      level: config.logLevel,
-      redact: { paths: ['req.headers.authorization', 'headers.authorization'], censor: '[redacted]' },
-      // Exits promptly when stdout's reader is gone; counts lines a full disk loses (log-destination.ts).
-      stream: stdoutLog(),
-    },
+    logger: await loggerOptions(config),
     // One line per request, written by installRequestLogging, instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
@@ -120,6 +117,10 @@ export async function buildApp(
   installValidators(app, sharedSchemas)
   installErrorHandler(app, config.bodyLimit)
   installRequestLogging(app)
+  // Served here unless METRICS_PORT takes them elsewhere (observability/metrics-server.ts).
+  const servesMetrics = config.metrics && config.metricsPort === undefined
+  if (config.metrics) installHttpMetrics(app, storage)
+  activeTracing()?.instrument(app)
   app.addHook('onRequest', refuseUnsupportedFraming)
   app.addHook('onRequest', requireHost)
   installExpectHandling(app)
@@ -154,12 +155,14 @@ export async function buildApp(
   })
   healthRoutes(app, storage)
   await registerCors(app, config.corsOrigins)
+  if (servesMetrics) metricsRoute(app)
   answerConnect(app, [
     methodNotAllowed(app, '/plants', ['GET', 'POST']),
     methodNotAllowed(app, '/plants/:id', ['GET', 'DELETE']),
     methodNotAllowed(app, '/openapi.json', ['GET']),
     methodNotAllowed(app, '/healthz', ['GET']),
     methodNotAllowed(app, '/readyz', ['GET']),
+    ...(servesMetrics ? [methodNotAllowed(app, '/metrics', ['GET'])] : []),
   ])
   await app.ready()
   return app

@@ -72,6 +72,18 @@ export interface Config {
    * `Link` URL and the logs), as IP addresses or CIDR ranges; `true` trusts any. Default: none.
    */
   trustProxy: boolean | string[]
+  /** `METRICS`, default true: serve Prometheus metrics (docs/observability.md). */
+  metrics: boolean
+  /** `METRICS_PORT`: serve them on HOST:METRICS_PORT only, instead of at GET /metrics on PORT. */
+  metricsPort: number | undefined
+  /** `LOG_FORMAT`: JSON lines, or pino-pretty's text; pretty by default only on a terminal. */
+  logFormat: 'json' | 'pretty'
+  /**
+   * True when `OTEL_EXPORTER_OTLP_ENDPOINT` (or `..._TRACES_ENDPOINT`) names an http(s) URL and
+   * `OTEL_SDK_DISABLED` is not true: only then is the OpenTelemetry SDK loaded. The SDK reads every
+   * other `OTEL_*` variable itself.
+   */
+  tracing: boolean
 }
 
 export class ConfigError extends Error {
@@ -218,8 +230,42 @@ function sqlitePath(env: Env): string {
   return path.resolve(raw)
 }
 
-/** Reads and checks the environment; throws a ConfigError naming the first bad variable. */
-export function loadConfig(env: Env = process.env): Config {
+function otlpEndpoint(env: Env, name: string): string | undefined {
+  const raw = env[name]?.trim()
+  if (!raw) return undefined
+  let url: URL | undefined
+  try {
+    url = new URL(raw)
+  } catch {
+    url = undefined
+  }
+  if (url?.protocol !== 'http:' && url?.protocol !== 'https:')
+    throw new ConfigError(`${name} must be an http:// or https:// URL, got "${raw}"`)
+  return raw
+}
+
+/** Tracing is on when an OTLP endpoint is given, unless the SDK is switched off (the spec's rule). */
+function tracing(env: Env): boolean {
+  const endpoints = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT']
+  const wanted = endpoints.map((name) => otlpEndpoint(env, name)).some(Boolean)
+  return wanted && !bool(env, 'OTEL_SDK_DISABLED', false)
+}
+
+function metricsPort(env: Env, port: number): number | undefined {
+  if (!env.METRICS_PORT?.trim()) return undefined
+  const value = int(env, 'METRICS_PORT', 0, 0, 65535)
+  if (value !== 0 && value === port)
+    throw new ConfigError(
+      `METRICS_PORT must differ from PORT (${port}): it serves metrics apart from the API`,
+    )
+  return value
+}
+
+/**
+ * Reads and checks the environment; throws a ConfigError naming the first bad variable.
+ * `terminal` (whether stdout is one) only picks LOG_FORMAT's default.
+ */
+export function loadConfig(env: Env = process.env, terminal = process.stdout.isTTY === true): Config {
   const host = env.HOST?.trim() || '127.0.0.1'
   const config: Config = {
     port: int(env, 'PORT', 8080, 0, 65535),
@@ -250,7 +296,12 @@ export function loadConfig(env: Env = process.env): Config {
     webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', false),
     corsOrigins: corsOrigins(env),
     trustProxy: trustProxy(env),
+    metrics: bool(env, 'METRICS', true),
+    metricsPort: undefined,
+    logFormat: oneOf(env, 'LOG_FORMAT', terminal ? 'pretty' : 'json', ['json', 'pretty']),
+    tracing: tracing(env),
   }
+  config.metricsPort = config.metrics ? metricsPort(env, config.port) : undefined
   // Node enforces a request timeout only when it is at least the headers timeout (its own rule,
   // checked only when both are passed to createServer, which Fastify does not do): a probe's body
   // trickled for 5 s under REQUEST_TIMEOUT_MS=2000 with the default 9 s headers timeout.

@@ -68,7 +68,8 @@ export function summarize(results) {
       rows.push({
         scenario,
         config: config.id,
-        store: config.store,
+        // A row at another LOG_LEVEL than the run's says so beside its store.
+        store: config.logLevel ? `${config.store}, LOG_LEVEL=${config.logLevel}` : config.store,
         plants: config.plants,
         readMax: rounds[0].readMax,
         rounds,
@@ -230,6 +231,18 @@ function plantsLabel(row) {
   return row.readMax > 0 ? `0 + ${formatCount(row.readMax)} seed` : '0'
 }
 
+/** Per scenario, the service's median ratio at the run's level over its ratio at warn. */
+function loggingCost(results) {
+  const rows = results.rows ?? []
+  return results.options.scenarios.flatMap((scenario) => {
+    const shipped = rows.find((r) => r.scenario === scenario && r.config === 'sqlite-empty')
+    const quiet = rows.find((r) => r.scenario === scenario && r.config === 'sqlite-empty-warn')
+    if (!shipped || !quiet) return []
+    const ratio = shipped.ratio / quiet.ratio
+    return [{ scenario, ratio, usInfo: shipped.serviceUsPerRequest, usWarn: quiet.serviceUsPerRequest }]
+  })
+}
+
 export function markdown(results) {
   const lines = []
   const o = results.options
@@ -265,6 +278,21 @@ export function markdown(results) {
     )
   }
   lines.push('')
+  const logCost = loggingCost(results)
+  if (logCost.length) {
+    lines.push(
+      `Cost of the request log (SQLite, empty store, LOG_LEVEL=${o.logLevel} against warn): ` +
+        logCost
+          .map(
+            (c) =>
+              `${c.scenario}: ratio ${fixed(c.ratio, 3)} of warn's, CPU ${int(c.usInfo)} against ${int(c.usWarn)} µs/request ` +
+              `(${c.usInfo >= c.usWarn ? '+' : ''}${fixed(((c.usInfo - c.usWarn) / c.usWarn) * 100, 0)}%)`,
+          )
+          .join('; ') +
+        '.',
+    )
+    lines.push('')
+  }
   const baselinePeak = Math.max(...results.rows.map((r) => r.baselinePeakRssMb).filter(Number.isFinite))
   lines.push(
     `Baseline peak RSS: ${fixed(baselinePeak, 0)} MiB. ` +
@@ -285,7 +313,7 @@ export function markdown(results) {
   lines.push('|---|---|--:|--:|--:|---|')
   for (const c of results.configs) {
     lines.push(
-      `| ${c.store} | ${formatCount(c.plants)} | ${fixed(c.prefillMs / 1000, 1)} | ${int(c.startupMs)} | ${int(c.readyMs)} | ` +
+      `| ${c.logLevel ? `${c.store}, LOG_LEVEL=${c.logLevel}` : c.store} | ${formatCount(c.plants)} | ${fixed(c.prefillMs / 1000, 1)} | ${int(c.startupMs)} | ${int(c.readyMs)} | ` +
         `${(c.startupSamplesMs ?? []).join(', ')} |`,
     )
   }

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
+import { countAuthFailure } from '../observability/metrics.js'
 import type { Scope } from './token-format.js'
 import type { TokenVerifier, Verification } from './token-verifier.js'
 
@@ -47,10 +48,12 @@ const reasons = {
 export function requireScope(verifier: TokenVerifier, scope: Scope) {
   const decide = (verification: Verification): ApiError | undefined => {
     if (!verification.ok) {
+      countAuthFailure(verification.reason)
       const reason = reasons[verification.reason]
       return unauthenticated(reason, challenge('invalid_token', reason))
     }
     if (verification.token.scopes.includes(scope)) return undefined
+    countAuthFailure('insufficient_scope')
     return new ApiError('INSUFFICIENT_SCOPE', `token lacks the scope "${scope}" this operation needs`, {
       headers: { 'www-authenticate': challenge('insufficient_scope', `requires ${scope}`, scope) },
     })
@@ -60,11 +63,15 @@ export function requireScope(verifier: TokenVerifier, scope: Scope) {
     _reply: FastifyReply,
     done: (error?: Error) => void,
   ): void {
-    if (Object.hasOwn(request.query as object, 'access_token')) return done(tokenInQuery())
+    if (Object.hasOwn(request.query as object, 'access_token')) {
+      countAuthFailure('token_in_query')
+      return done(tokenInQuery())
+    }
     let secret: string
     try {
       secret = presentedSecret(request.headers.authorization)
     } catch (error) {
+      countAuthFailure(request.headers.authorization ? 'malformed' : 'missing')
       return done(error as Error)
     }
     const verification = verifier.verify(secret)

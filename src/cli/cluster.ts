@@ -34,14 +34,14 @@ const levels = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60 
 type Level = keyof typeof levels
 
 /** JSON lines in the same shape as the workers' (pino) logs, so one log pipeline reads both. */
-function primaryLogger(logLevel: Config['logLevel']) {
+export function primaryLogger(logLevel: Config['logLevel']) {
   const threshold = logLevel === 'silent' ? Number.POSITIVE_INFINITY : levels[logLevel]
   const hostname = os.hostname()
   return (level: Level, fields: Record<string, unknown>, msg: string) => {
     if (levels[level] < threshold) return
     const line = {
-      level: levels[level],
-      time: Date.now(),
+      level,
+      time: new Date().toISOString(),
       pid: process.pid,
       hostname,
       role: 'primary',

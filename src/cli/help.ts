@@ -55,7 +55,7 @@ export const COMMANDS: CommandSpec[] = [
     args: 'URL',
     summary: 'Subscribe URL to an event per created plant; prints the signing secret (shown once).',
     options: [],
-    env: STORE_ENV,
+    env: [...STORE_ENV, 'WEBHOOK_ALLOW_PRIVATE'],
   },
   {
     name: 'webhooks list',
@@ -97,7 +97,7 @@ export const COMMANDS: CommandSpec[] = [
     summary:
       "Send a signed sample event to a subscription now, as the worker sends, and print the receiver's status and body.",
     options: [],
-    env: [...STORE_ENV, 'WEBHOOK_TIMEOUT_MS'],
+    env: [...STORE_ENV, 'WEBHOOK_TIMEOUT_MS', 'WEBHOOK_ALLOW_PRIVATE'],
   },
   {
     name: 'backup',

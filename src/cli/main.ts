@@ -56,7 +56,7 @@ async function main(argv: string[]): Promise<void> {
     const missing = storeIsMissing(config)
     if (missing && !create)
       throw new CommandError(`no store at ${config.dbPath} (PLANT_STORE_DB); check the path`)
-    storage = await openStorage(config, onMigration)
+    storage = await openStorage(config, { onMigration })
     if (missing) announceNewStore(config)
     return storage
   }

@@ -5,7 +5,11 @@ import { type Config, ConfigError, loadConfig } from '../config.js'
 import { type Background, createServer, exitOnSignals } from '../server.js'
 import { openStorage } from '../storage/open.js'
 import { DeliveryWorker } from '../webhooks/delivery-worker.js'
-import { parseWorkers, runCluster } from './cluster.js'
+import { answerClusterScrapes, startMetricsServer } from '../observability/metrics-server.js'
+import { commitObserver } from '../observability/metrics.js'
+import { storeLocation } from '../observability/store-location.js'
+import { startTracing } from '../observability/trace-hooks.js'
+import { parseWorkers, primaryLogger, runCluster } from './cluster.js'
 import { announceNewStore, storeIsMissing } from './open-store.js'
 
 /**
@@ -19,15 +23,23 @@ export async function serveCommand(args: string[]): Promise<void> {
   // After the arguments: a wrong command line is a 2 whatever the store, and creates no store file.
   const config = loadConfig()
   const missing = storeIsMissing(config)
-  const storage = await openStorage(config)
+  const opened = await openStorage(config, { observer: config.metrics ? commitObserver : undefined })
   if (missing && cluster.isPrimary) announceNewStore(config)
   if (workers > 1 && cluster.isPrimary) {
     // Opening the store has applied any pending migration, once, before a worker starts.
-    await storage.close()
+    await opened.close()
     // Every worker would fail to listen and say so; say it once, before forking any.
     if (config.port !== 0) await assertCanListen(config)
+    if (config.metricsPort !== undefined) {
+      const metrics = await startMetricsServer(config, { cluster: true })
+      primaryLogger(config.logLevel)('info', { url: metrics.url }, `metrics of all workers at ${metrics.url}`)
+    }
     return runCluster({ workers, config })
   }
+  // A worker answers the primary's scrapes from the start, so none waits on one still starting.
+  if (config.metricsPort !== undefined && cluster.isWorker) answerClusterScrapes()
+  const tracing = await startTracing(config)
+  const storage = tracing ? tracing.traceStorage(opened) : opened
   // The shutdown reads this list when it runs, so the worker (which needs the app's logger) can
   // join it after creation; shutdown stops it after HTTP and before the store closes.
   const background: Background[] = []
@@ -40,6 +52,9 @@ export async function serveCommand(args: string[]): Promise<void> {
     ? new DeliveryWorker({ storage, config, logger: server.app.log })
     : undefined
   if (worker) background.push(worker)
+  if (tracing) background.push(tracing)
+  const location = storeLocation(config)
+  server.app.log.info(location.fields, location.message)
   for (const warning of storage.warnings) server.app.log.warn(warning)
   const noUsableToken = (await storage.countUsableTokens(new Date())) === 0
   try {
@@ -54,6 +69,16 @@ export async function serveCommand(args: string[]): Promise<void> {
     server.app.log.warn(
       'no usable API token yet: create one with `npm run --silent cli -- tokens create --name admin` (or `plant-store tokens create --name admin`)',
     )
+  }
+  if (config.metricsPort !== undefined && !cluster.isWorker) {
+    const metrics = await startMetricsServer(config).catch(async (error: unknown) => {
+      await server.shutdown('could not listen for metrics')
+      throw new ConfigError(
+        `METRICS_PORT: cannot listen on ${config.host}:${config.metricsPort}: ${(error as Error).message}`,
+      )
+    })
+    background.push(metrics)
+    server.app.log.info({ url: metrics.url }, `metrics at ${metrics.url}`)
   }
 }
 

@@ -1,6 +1,14 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, type ErrorCode, type ErrorDetail, errorCatalog } from '../errors.js'
-import { StoreUnavailableError } from '../storage/storage.js'
+import { countStoreError, type StoreErrorKind } from '../observability/metrics.js'
+import { StoreReadOnlyError, StoreUnavailableError, StoreWriteError } from '../storage/storage.js'
+
+const storeErrorKind = (error: StoreUnavailableError): StoreErrorKind =>
+  error instanceof StoreReadOnlyError
+    ? 'read_only'
+    : error instanceof StoreWriteError
+      ? 'write_failed'
+      : 'unavailable'
 
 export interface AjvError {
   keyword: string
@@ -86,6 +94,7 @@ export function installErrorHandler(app: FastifyInstance, bodyLimit: number): vo
     else if (raw.validation)
       error = validationError(raw.validation as AjvError[], raw.validationContext ?? 'body')
     else if (raw instanceof StoreUnavailableError) {
+      countStoreError(storeErrorKind(raw))
       request.log.warn({ err: raw }, 'store unavailable')
       error = new ApiError('STORE_UNAVAILABLE', 'the store is unavailable; retry later', {
         headers: { 'retry-after': '5' },

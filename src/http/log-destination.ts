@@ -20,7 +20,7 @@ const MAX_QUEUED_BYTES = 8 * 1024 * 1024
 
 /**
  * Where pino writes the service's log lines: one asynchronous write at a time, in order, without
- * blocking the event loop. Unlike pino's own stream it never retries a failed write in a loop at
+ * blocking the event loop, carrying every line queued since the last. Unlike pino's own stream it never retries a failed write in a loop at
  * exit (sonic-boom retries any error there every 100 ms for ever, so `serve | head` never exited
  * on SIGTERM), and it never drops a line silently: lines lost to a full disk or an I/O error are
  * counted, and one line on stderr says how many once a write succeeds again, or at exit.
@@ -33,6 +33,7 @@ export class LogDestination {
   private queue: string[] = []
   private queuedBytes = 0
   private writing = false
+  private scheduled = false
   private readerGone = false
 
   constructor(
@@ -49,7 +50,14 @@ export class LogDestination {
     }
     this.queue.push(line)
     this.queuedBytes += line.length
-    if (!this.writing) this.writeQueued()
+    // The lines of one event-loop turn go out in one write: a write per line costs more than the line.
+    if (!this.writing && !this.scheduled) {
+      this.scheduled = true
+      setImmediate(() => {
+        this.scheduled = false
+        if (!this.writing) this.writeQueued()
+      })
+    }
     return true
   }
 

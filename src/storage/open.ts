@@ -1,6 +1,6 @@
 import { ConfigError, type Config } from '../config.js'
 import { SqliteStorage } from './sqlite/sqlite-storage.js'
-import type { Storage } from './storage.js'
+import type { CommitObserver, Storage } from './storage.js'
 
 /**
  * The one place an adapter is chosen: PostgreSQL when DATABASE_URL is set, else the SQLite file.
@@ -10,7 +10,11 @@ import type { Storage } from './storage.js'
  */
 export async function openStorage(
   config: Config,
-  onMigration?: (version: number, name: string) => void,
+  options: {
+    observer?: CommitObserver
+    /** Hears of each pending migration as it begins. */
+    onMigration?: (version: number, name: string) => void
+  } = {},
 ): Promise<Storage> {
   if (config.databaseUrl) {
     const { openPostgresStorage } = await import('./postgres/postgres-storage.js')
@@ -19,7 +23,8 @@ export async function openStorage(
         url: config.databaseUrl,
         poolSize: config.dbPoolSize,
         statementTimeoutMs: config.dbStatementTimeoutMs,
-        onMigration,
+        onMigration: options.onMigration,
+        observer: options.observer,
       })
     } catch (error) {
       throw new ConfigError(`DATABASE_URL: cannot open the PostgreSQL store: ${(error as Error).message}`, {
@@ -34,7 +39,8 @@ export async function openStorage(
       maxBatch: config.sqliteMaxBatch,
       busyTimeoutMs: config.sqliteBusyTimeoutMs,
       coalesceWalWrites: config.sqliteWalCoalesce,
-      onMigration,
+      onMigration: options.onMigration,
+      observer: options.observer,
     })
   } catch (error) {
     throw new ConfigError(

@@ -170,12 +170,22 @@ export interface Storage {
   requeueFailedDeliveries(ids: readonly string[] | undefined, now: Date): Promise<string[]>
   /** The newest deliveries first. */
   listDeliveries(options: { failedOnly: boolean; limit: number }): Promise<Delivery[]>
+  /** Pending deliveries and when the oldest of them was created (null when none), for metrics. */
+  webhookBacklog(): Promise<{ pending: number; oldestCreatedAt: Date | null }>
   /** The newest `each` attempts of each of these deliveries, newest first per delivery. */
   listAttempts(deliveryIds: readonly string[], each: number): Promise<DeliveryAttempt[]>
 
+  /** Connections of the driver's pool running a query, and queries waiting for one, for metrics. */
+  poolStats?(): { inUse: number; waiting: number } | undefined
   /** Resolves when the store can read its plants table (and, for a server, take writes). */
   ping(): Promise<void>
   close(): Promise<void>
+}
+
+/** Told of every group commit a store has answered, for metrics (observability/metrics.ts). */
+export interface CommitObserver {
+  /** `size` writes shared one commit, answered `durationMs` after it began. */
+  batchCommitted(size: number, durationMs: number): void
 }
 
 /** Thrown by an adapter when the database cannot be reached; answered as 503 with Retry-After. */

@@ -5,6 +5,8 @@ import type { Config } from '../config.js'
 import type { Background } from '../server.js'
 import { type LeasedDelivery, type Storage, StoreUnavailableError } from '../storage/storage.js'
 import { type BackoffPolicy, nextRetryAt } from './backoff.js'
+import { countWebhookAttempt } from '../observability/metrics.js'
+import { tracedDelivery, tracedWebhookSend } from '../observability/trace-hooks.js'
 import { sendWebhook } from './send-webhook.js'
 
 /** The pino methods the worker uses; Fastify's `app.log` fits. */
@@ -210,10 +212,17 @@ export class DeliveryWorker implements Background {
     this.inFlight.set(delivery.id, entry)
   }
 
+  /** One attempt, in a trace of its own when tracing is on. */
+  private deliver(delivery: LeasedDelivery, controller: AbortController): Promise<void> {
+    return tracedDelivery(delivery, () => this.attempt(delivery, controller))
+  }
+
   /** One attempt: send (`send-webhook.ts`), then log and record what became of it. */
-  private async deliver(delivery: LeasedDelivery, controller: AbortController): Promise<void> {
+  private async attempt(delivery: LeasedDelivery, controller: AbortController): Promise<void> {
     const { webhookTimeoutMs: timeoutMs, webhookAllowPrivate: allowPrivate } = this.config
-    const sent = await sendWebhook(delivery, { timeoutMs, allowPrivate }, controller)
+    const sent = await tracedWebhookSend(delivery, () =>
+      sendWebhook(delivery, { timeoutMs, allowPrivate }, controller),
+    )
     const { status, interrupted } = sent
     // Cut short by stop(): recorded, so the operator sees it, and due again at once rather than when
     // the lease runs out, for this process after a restart or for another instance now. The
@@ -227,6 +236,7 @@ export class DeliveryWorker implements Background {
     // attempt allowed: it never got an answer, and a stop must not fail a delivery for good.
     const retryAt = interrupted ? at : backoff
     const fields = { deliveryId: delivery.id, subscriptionId: delivery.subscriptionId, attempts, status }
+    countWebhookAttempt(ok ? 'delivered' : retryAt ? 'retry' : 'failed')
     if (ok) this.log.debug(fields, 'webhook delivered')
     else if (retryAt) this.log.info({ ...fields, error, retryAt }, 'webhook attempt failed; will retry')
     else this.log.warn({ ...fields, error }, 'webhook delivery failed: no attempts left')

@@ -148,7 +148,7 @@ if (
       const errorLines = service
         .output()
         .split('\n')
-        .filter((line) => /"level":(50|60)/.test(line))
+        .filter((line) => /"level":"(error|fatal)"/.test(line))
       assert.deepEqual(errorLines, [])
 
       await pgServer('start', dir, String(port))

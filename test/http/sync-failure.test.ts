@@ -10,7 +10,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 import { pathToFileURL } from 'node:url'
-import { createToken, projectRoot, serviceEnv, spawnService, stopService } from '../helpers.js'
+import { createToken, projectRoot, serviceEnv, spawnService, stopService, waitFor } from '../helpers.js'
 import { request } from '../http-client.js'
 
 const preload = pathToFileURL(path.join(projectRoot, 'dist/test/fixtures/fail-wal-sync.js')).href
@@ -77,10 +77,10 @@ describe('POST /plants when the WAL sync of a batch fails (sqlite)', () => {
       })
       assert.equal(answer.status, 503, answer.text)
       assert.equal(answer.json.code, 'STORE_UNAVAILABLE')
-      assert.match(
-        failing.output(),
-        /its commit could not be discarded \(the wal-coalesce library, which discards it, is not loaded\): its writes may be there after a restart/,
-      )
+      // Log lines are written at the end of the event loop's turn, which may come after the answer.
+      const said =
+        /its commit could not be discarded \(the wal-coalesce library, which discards it, is not loaded\): its writes may be there after a restart/
+      await waitFor('the log line', () => said.test(failing.output()))
     } finally {
       await stopService(failing)
     }

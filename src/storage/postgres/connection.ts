@@ -1,5 +1,6 @@
 import pg from 'pg'
 import { StoreUnavailableError } from '../storage.js'
+import type { CommitObserver } from '../storage.js'
 
 /** How to reach PostgreSQL; mirrors DATABASE_URL, DB_POOL_SIZE and DB_STATEMENT_TIMEOUT_MS. */
 export interface PostgresOptions {
@@ -10,6 +11,8 @@ export interface PostgresOptions {
   statementTimeoutMs: number
   /** Told of each migration as it begins: on a big store one may take a while. */
   onMigration?: (version: number, name: string) => void
+  /** Told of each create batch answered (metrics). */
+  observer?: CommitObserver
 }
 
 /**

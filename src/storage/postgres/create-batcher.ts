@@ -1,4 +1,4 @@
-import { type CreateOutcome, type Plant, StoreUnavailableError } from '../storage.js'
+import { type CommitObserver, type CreateOutcome, type Plant, StoreUnavailableError } from '../storage.js'
 import { LoadMeter } from './load-meter.js'
 
 export interface CreateRequest {
@@ -42,6 +42,7 @@ export class CreateBatcher {
     private readonly maxInFlight: number,
     private readonly maxBatch: number,
     private readonly maxWaitMs: number,
+    private readonly observer?: CommitObserver,
   ) {}
 
   /**
@@ -104,6 +105,7 @@ export class CreateBatcher {
       // Everything queued repeats an id still running; its batch's end schedules the next flush.
       if (batch.length === 0) return
       this.inFlight++
+      const started = performance.now()
       // Answered by the oldest create's deadline at the latest, however long it queued; the
       // statement may still commit afterwards, as after any lost answer (creates are idempotent).
       let answered = false
@@ -119,8 +121,10 @@ export class CreateBatcher {
       ).unref()
       this.runBatch(batch)
         .then(
-          (outcomes) =>
-            answer(() => batch.forEach((waiting, i) => waiting.resolve(outcomes[i] as CreateOutcome))),
+          (outcomes) => {
+            this.observer?.batchCommitted(batch.length, performance.now() - started)
+            answer(() => batch.forEach((waiting, i) => waiting.resolve(outcomes[i] as CreateOutcome)))
+          },
           (error: unknown) => answer(() => batch.forEach((waiting) => waiting.reject(error))),
         )
         .finally(() => {

@@ -91,6 +91,7 @@ export class PostgresStorage implements Storage {
       MAX_BATCHES_IN_FLIGHT,
       MAX_BATCH,
       this.deadlineMs,
+      options.observer,
     )
     this.reads = new PlantReads(pool, guardedIdempotent)
   }
@@ -300,6 +301,16 @@ export class PostgresStorage implements Storage {
     return rows.map(toAttempt)
   }
 
+  async webhookBacklog(): Promise<{ pending: number; oldestCreatedAt: Date | null }> {
+    const [row] = await this.rows(
+      `SELECT count(*)::int AS n, min(created_at) AS oldest FROM webhook_deliveries WHERE status = 'pending'`,
+      [],
+      true,
+      'webhook-backlog',
+    )
+    return { pending: Number(row?.n ?? 0), oldestCreatedAt: (row?.oldest as Date | null) ?? null }
+  }
+
   async listDeliveries(options: { failedOnly: boolean; limit: number }): Promise<Delivery[]> {
     const where = options.failedOnly ? `WHERE status = 'failed'` : ''
     const rows = await this.rows(
@@ -308,6 +319,10 @@ export class PostgresStorage implements Storage {
       true,
     )
     return rows.map(toDelivery)
+  }
+
+  poolStats(): { inUse: number; waiting: number } {
+    return { inUse: this.pool.totalCount - this.pool.idleCount, waiting: this.pool.waitingCount }
   }
 
   /** Ready means able to take writes too: a standby, or a primary set read-only, is not. */

@@ -2,6 +2,7 @@
  * What the SQLite connections share: opening the file with the right pragmas, migrations, and
  * turning rows into port values.
  */
+import type { CommitObserver } from '../storage.js'
 import fs from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
@@ -21,6 +22,8 @@ export interface SqliteOptions {
   coalesceWalWrites?: boolean
   /** Told of each migration as it begins: on a big store one may take a while. */
   onMigration?: MigrationListener
+  /** Told of each group commit answered (metrics). */
+  observer?: CommitObserver
 }
 
 /** Hears of a pending migration just before it is applied. */

@@ -123,6 +123,7 @@ export class GroupCommitWriter {
   private readonly recycler: WalRecycler
   private readonly maxBatch: number
   private readonly busyTimeoutMs: number
+  private readonly observer: SqliteOptions['observer']
   private readonly counters: Omit<WriterStats, 'queued' | 'checkpoints'> = {
     batchesStarted: 0,
     batchesCommitted: 0,
@@ -146,12 +147,15 @@ export class GroupCommitWriter {
   private readonly files: StoreFiles
   private closing: Promise<void> | undefined
   private drained: (() => void) | undefined
+  /** Metrics only: when the running batch began (performance.now()). */
+  private batchStartedAt = 0
 
   constructor(
     options: SqliteOptions,
     private readonly snapshot: SnapshotHold,
     private readonly syncFile: SyncFile = fs.fdatasync,
   ) {
+    this.observer = options.observer
     this.maxBatch = options.maxBatch ?? DEFAULT_MAX_BATCH
     this.busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS
     this.db = openSqliteDatabase(options, 'writer')
@@ -258,6 +262,7 @@ export class GroupCommitWriter {
     if (this.active || this.recycler.holdsWrites || this.queue.length === 0) return
     const batch = this.queue.splice(0, this.maxBatch)
     this.active = true
+    this.batchStartedAt = performance.now()
     this.counters.batchesStarted++
     this.begin(batch, 0)
   }
@@ -397,6 +402,7 @@ export class GroupCommitWriter {
       if (outcome.ok) request.resolve(outcome.value)
       else request.reject(outcome.error)
     }
+    this.observer?.batchCommitted(batch.length, performance.now() - this.batchStartedAt)
     this.batchDone()
   }
 

@@ -229,6 +229,20 @@ export class SqliteStorage implements Storage {
     })
   }
 
+  webhookBacklog(): Promise<{ pending: number; oldestCreatedAt: Date | null }> {
+    return this.read(() => {
+      const row = this.db
+        .prepare(
+          "SELECT count(*) AS n, min(created_at) AS oldest FROM webhook_deliveries WHERE status = 'pending'",
+        )
+        .get() as Row
+      return {
+        pending: Number(row.n),
+        oldestCreatedAt: row.oldest === null ? null : new Date(Number(row.oldest)),
+      }
+    })
+  }
+
   listAttempts(deliveryIds: readonly string[], each: number): Promise<DeliveryAttempt[]> {
     return this.read(() => {
       const newest = this.db.prepare(

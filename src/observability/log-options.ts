@@ -1,0 +1,30 @@
+import type pino from 'pino'
+import type { LoggerOptions } from 'pino'
+import type { Config } from '../config.js'
+import { stdoutLog } from '../http/log-destination.js'
+import { isoTime } from './iso-time.js'
+
+/** Never logged: a token in an Authorization header that a line might carry. */
+const redact = { paths: ['req.headers.authorization', 'headers.authorization'], censor: '[redacted]' }
+
+/**
+ * The service's pino options (Fastify's `logger`). JSON lines carry an ISO time and the level's
+ * name, and go to stdout through log-destination.ts, in one write per turn of the event loop. `pretty` is
+ * pino-pretty's text, for a terminal, loaded only then.
+ */
+export async function loggerOptions(
+  config: Pick<Config, 'logLevel' | 'logFormat'>,
+): Promise<LoggerOptions & { stream: pino.DestinationStream }> {
+  if (config.logFormat === 'pretty') {
+    const { default: pretty } = await import('pino-pretty')
+    const stream = pretty({ sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
+    return { level: config.logLevel, redact, stream }
+  }
+  return {
+    level: config.logLevel,
+    redact,
+    timestamp: isoTime,
+    formatters: { level: (label) => ({ level: label }) },
+    stream: stdoutLog(),
+  }
+}

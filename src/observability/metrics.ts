@@ -1,0 +1,172 @@
+/**
+ * The service's Prometheus metrics, in prom-client's global registry: one set per process, which
+ * is also what prom-client's AggregatorRegistry collects from each worker of `serve --workers N`.
+ * Every name is listed in docs/observability.md.
+ */
+import client from 'prom-client'
+import type { CommitObserver } from '../storage/storage.js'
+
+const PREFIX = 'plant_store_'
+
+const seconds = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+const requests = new client.Counter({
+  name: `${PREFIX}http_requests_total`,
+  help: 'HTTP requests answered, by route pattern, method and status',
+  labelNames: ['route', 'method', 'status'] as const,
+})
+const requestSeconds = new client.Histogram({
+  name: `${PREFIX}http_request_duration_seconds`,
+  help: 'Time from the request line to the end of the answer, by route pattern, method and status',
+  labelNames: ['route', 'method', 'status'] as const,
+  buckets: seconds,
+})
+export const requestsInFlight = new client.Gauge({
+  name: `${PREFIX}http_requests_in_flight`,
+  help: 'HTTP requests received and not yet answered',
+})
+
+const batchSize = new client.Histogram({
+  name: `${PREFIX}group_commit_batch_size`,
+  help: "Creates (SQLite: writes, the webhook worker's polls included) that shared one commit",
+  buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
+})
+const commitSeconds = new client.Histogram({
+  name: `${PREFIX}group_commit_duration_seconds`,
+  help: 'Time from the start of a group commit to its answers (SQLite: including the WAL sync)',
+  buckets: seconds,
+})
+
+const storeErrors = new client.Counter({
+  name: `${PREFIX}store_errors_total`,
+  help: 'Requests answered 503 because of the store, by kind',
+  labelNames: ['kind'] as const,
+})
+const authFailures = new client.Counter({
+  name: `${PREFIX}auth_failures_total`,
+  help: 'Requests refused by bearer authentication (401, 403, or a token in the query), by reason',
+  labelNames: ['reason'] as const,
+})
+const webhookAttempts = new client.Counter({
+  name: `${PREFIX}webhook_attempts_total`,
+  help: 'Webhook send attempts, by outcome: delivered, retry (failed, will be retried), failed (for good)',
+  labelNames: ['outcome'] as const,
+})
+const rateLimited = new client.Counter({
+  name: `${PREFIX}rate_limited_total`,
+  help: 'Requests refused with 429 by a rate limit, by limit',
+  labelNames: ['limit'] as const,
+})
+const loadShed = new client.Counter({
+  name: `${PREFIX}load_shed_total`,
+  help: 'Requests refused with 503 because the process was overloaded',
+})
+
+/** The numbers a store adapter gives the metrics at each scrape. */
+export interface StoreGauges {
+  /** Pending webhook deliveries and the creation time of the oldest. */
+  webhookBacklog(): Promise<{ pending: number; oldestCreatedAt: Date | null }>
+  /** Database connections in use and requests waiting for one; undefined when the driver has no pool. */
+  poolStats?(): { inUse: number; waiting: number } | undefined
+}
+
+let store: StoreGauges | undefined
+
+/** The store the scrape-time gauges read; `undefined` stops reading it (it is closing). */
+export function watchStore(next: StoreGauges | undefined): void {
+  store = next
+}
+
+// prom-client collects every metric at once: each gauge reads the backlog itself.
+const readBacklog = () => store?.webhookBacklog().catch(() => undefined)
+
+new client.Gauge({
+  name: `${PREFIX}webhook_deliveries_pending`,
+  help: 'Webhook deliveries not yet delivered nor failed for good',
+  // Every worker of a cluster reads the same store: summed, the backlog would count N times.
+  aggregator: 'max',
+  async collect() {
+    const backlog = await readBacklog()
+    if (backlog) this.set(backlog.pending)
+  },
+})
+new client.Gauge({
+  name: `${PREFIX}webhook_oldest_pending_age_seconds`,
+  help: 'Age of the oldest pending webhook delivery (0 when none is pending)',
+  aggregator: 'max',
+  async collect() {
+    const oldest = (await readBacklog())?.oldestCreatedAt
+    if (oldest !== undefined) this.set(oldest ? Math.max(0, Date.now() - oldest.getTime()) / 1000 : 0)
+  },
+})
+new client.Gauge({
+  name: `${PREFIX}db_pool_connections_in_use`,
+  help: 'PostgreSQL connections running a query (absent when the driver does not tell)',
+  collect() {
+    const stats = store?.poolStats?.()
+    if (stats) this.set(stats.inUse)
+  },
+})
+new client.Gauge({
+  name: `${PREFIX}db_pool_waiting`,
+  help: 'Queries waiting for a PostgreSQL connection (absent when the driver does not tell)',
+  collect() {
+    const stats = store?.poolStats?.()
+    if (stats) this.set(stats.waiting)
+  },
+})
+
+let defaultMetrics = false
+
+/** Node's process metrics (CPU, memory, event loop lag, GC), once per process, when metrics are on. */
+export function collectProcessMetrics(): void {
+  if (defaultMetrics) return
+  defaultMetrics = true
+  client.collectDefaultMetrics()
+}
+
+/** One entry per (route, method, status) seen: prom-client hashes the labels on every call otherwise. */
+type RequestLabel = 'route' | 'method' | 'status'
+const requestChildren = new Map<
+  string,
+  { count: client.Counter.Internal; seconds: client.Histogram.Internal<RequestLabel> }
+>()
+
+/** Counts one answered request; `route` is the route pattern, never the raw URL. */
+export function countRequest(route: string, method: string, status: number, elapsedSeconds: number): void {
+  const key = `${method} ${status} ${route}`
+  let child = requestChildren.get(key)
+  if (!child) {
+    const labels = { route, method, status: String(status) }
+    child = { count: requests.labels(labels), seconds: requestSeconds.labels(labels) }
+    requestChildren.set(key, child)
+  }
+  child.count.inc()
+  child.seconds.observe(elapsedSeconds)
+}
+
+/** For the store's group commit (a process has one store, so no label says which). */
+export const commitObserver: CommitObserver = {
+  batchCommitted(count, durationMs) {
+    batchSize.observe(count)
+    commitSeconds.observe(durationMs / 1000)
+  },
+}
+
+export type StoreErrorKind = 'unavailable' | 'read_only' | 'write_failed'
+export const countStoreError = (kind: StoreErrorKind): void => storeErrors.inc({ kind })
+
+export type AuthFailureReason =
+  'missing' | 'malformed' | 'unknown' | 'revoked' | 'expired' | 'insufficient_scope' | 'token_in_query'
+export const countAuthFailure = (reason: AuthFailureReason): void => authFailures.inc({ reason })
+
+export type WebhookOutcome = 'delivered' | 'retry' | 'failed'
+export const countWebhookAttempt = (outcome: WebhookOutcome): void => webhookAttempts.inc({ outcome })
+
+/** For the rate limiter: one request refused with 429 by the limit named (e.g. `token`, `ip`). */
+export const countRateLimited = (limit: string): void => rateLimited.inc({ limit })
+
+/** For load shedding: one request refused because the process was overloaded. */
+export const countLoadShed = (): void => loadShed.inc()
+
+export const metricsRegistry = client.register

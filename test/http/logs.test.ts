@@ -1,0 +1,62 @@
+/** The service's logs as an operator reads them: JSON lines or pino-pretty text, and the start-up lines. */
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { serviceEnv, spawnService, stopService, testStores } from '../helpers.js'
+import { request } from '../http-client.js'
+
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
+const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal']
+
+const jsonLines = (output: string) =>
+  output
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+
+describe('logs', () => {
+  for (const store of testStores()) {
+    it(`JSON lines carry an ISO time and the level's name; the start says where the store is (${store})`, async () => {
+      const env = await serviceEnv(store)
+      const service = await spawnService(env)
+      const requests = 50
+      for (let i = 0; i < requests; i++)
+        assert.equal((await request('GET', `${service.url}/healthz`)).status, 200)
+      // The request lines written in the last turns before a stop are not lost.
+      assert.equal(await stopService(service), 0)
+      const lines = jsonLines(service.output())
+      for (const line of lines) {
+        assert.match(String(line.time), ISO_TIME)
+        assert.ok(LEVELS.includes(String(line.level)), String(line.level))
+      }
+      assert.equal(
+        lines.filter((line) => line.msg === 'request' && line.route === '/healthz').length,
+        requests,
+      )
+      assert.ok(
+        lines.some((line) => /^Server listening at http:\/\/127\.0\.0\.1:\d+$/.test(String(line.msg))),
+      )
+      const start = lines.find((line) => String(line.msg).startsWith('store: '))
+      assert.ok(start, 'a line says which store')
+      if (store === 'sqlite') {
+        assert.equal(start.path, env.PLANT_STORE_DB)
+        assert.equal(start.msg, `store: SQLite file ${env.PLANT_STORE_DB}`)
+      } else {
+        const url = new URL(env.DATABASE_URL as string)
+        assert.equal(start.host, url.hostname)
+        assert.equal(start.port, url.port || '5432')
+        assert.equal(start.database, url.pathname.slice(1))
+        if (url.password) assert.ok(!service.output().includes(url.password), 'never the password')
+      }
+    })
+  }
+
+  it('LOG_FORMAT=pretty writes pino-pretty text', async () => {
+    const service = await spawnService(await serviceEnv('sqlite', { LOG_FORMAT: 'pretty' }))
+    assert.equal((await request('GET', `${service.url}/healthz`)).status, 200)
+    assert.equal(await stopService(service), 0)
+    const output = service.output()
+    assert.match(output, /^\[\d{2}:\d{2}:\d{2}\.\d{3}\] INFO: store: SQLite file \//m)
+    assert.match(output, /INFO: request\n(\s+\w+: .+\n)*\s+route: "\/healthz"/)
+    assert.ok(!output.split('\n').some((line) => line.startsWith('{')), 'no JSON line')
+  })
+})
