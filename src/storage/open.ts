@@ -28,7 +28,6 @@ export async function openStorage(config: Config): Promise<Storage> {
       synchronous: config.sqliteSync,
       maxBatch: config.sqliteMaxBatch,
       busyTimeoutMs: config.sqliteBusyTimeoutMs,
-      coalesceWalWrites: config.sqliteWalCoalesce,
     })
   } catch (error) {
     throw new ConfigError(

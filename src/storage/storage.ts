@@ -156,6 +156,12 @@ export interface Storage {
   /** The newest `each` attempts of each of these deliveries, newest first per delivery. */
   listAttempts(deliveryIds: readonly string[], each: number): Promise<DeliveryAttempt[]>
 
+  /**
+   * Calls `listener` once if the store stops taking writes for good (SQLite after a failed sync):
+   * only a restart recovers it. A store that never does so need not implement it.
+   */
+  onFatal?(listener: (error: StoreUnavailableError) => void): void
+
   /** Resolves when the store answers a trivial query. */
   ping(): Promise<void>
   close(): Promise<void>
