@@ -8,9 +8,17 @@
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import { describe, it } from 'node:test'
-import { createToken, serviceEnv, spawnService, stopService } from '../helpers.js'
+import { createToken, serviceEnv, spawnService, stopService, waitFor } from '../helpers.js'
 import { request } from '../http-client.js'
 import { compileShim } from '../shim.js'
+
+/** The service's environment with the fault shim loaded; syncs fail while `marker` exists. */
+const failingEnv = (env: Record<string, string>, marker: string) => ({
+  ...env,
+  LD_PRELOAD: compileShim('test/fixtures/fail-sync.c'),
+  SYNC_FAULT_FILE: marker,
+  SYNC_FAULT_PREFIX: env.PLANT_STORE_DB as string,
+})
 
 describe('writes when the disk fails a sync (sqlite)', () => {
   for (const stop of ['SIGTERM', 'SIGKILL'] as const) {
@@ -18,12 +26,7 @@ describe('writes when the disk fails a sync (sqlite)', () => {
       const env = await serviceEnv('sqlite')
       const token = await createToken(env, 'sync-failure')
       const marker = `${env.PLANT_STORE_DB}.fail-sync`
-      const failing = await spawnService({
-        ...env,
-        LD_PRELOAD: compileShim('test/fixtures/fail-sync.c'),
-        SYNC_FAULT_FILE: marker,
-        SYNC_FAULT_PREFIX: env.PLANT_STORE_DB as string,
-      })
+      const failing = await spawnService(failingEnv(env, marker))
       const create = (url: string, id: number) =>
         request('POST', `${url}/plants`, { token, body: { id, name: `plant ${id}`, tag: 'sync' } })
 
@@ -72,4 +75,31 @@ describe('writes when the disk fails a sync (sqlite)', () => {
       }
     })
   }
+
+  it('under --workers, the worker whose sync failed exits and its primary starts another', async () => {
+    const env = await serviceEnv('sqlite')
+    const token = await createToken(env, 'sync-failure')
+    const marker = `${env.PLANT_STORE_DB}.fail-sync`
+    const cluster = await spawnService(failingEnv(env, marker), ['--workers', '2'])
+    const create = (id: number) =>
+      request('POST', `${cluster.url}/plants`, { token, body: { id, name: `plant ${id}` } })
+    try {
+      await waitFor('the cluster to be ready', () => /cluster ready/.test(cluster.output()))
+      assert.equal((await create(1)).status, 200)
+      fs.writeFileSync(marker, '')
+      assert.equal((await create(2)).status, 503)
+      fs.rmSync(marker)
+      await waitFor('the worker to be replaced', () =>
+        /"msg":"worker died; replacing it"/.test(cluster.output()),
+      )
+      assert.match(
+        cluster.output(),
+        /the store takes no more writes: this worker exits; the primary starts another/,
+      )
+      await waitFor('a worker that takes writes again', async () => (await create(3)).status === 200)
+      assert.equal((await request('GET', `${cluster.url}/plants/1`, { token })).status, 200)
+    } finally {
+      await stopService(cluster)
+    }
+  })
 })

@@ -156,7 +156,7 @@ export class GroupCommitWriter {
     if (refused) throw refused
     if (this.trouble && Date.now() - this.trouble.at < TROUBLE_SHOWN_MS) throw this.trouble.error
     const missing = this.files.missing()
-    // The next write breaks the writer (checkFiles); until one comes, this tells the balancer.
+    // The next write breaks the writer; until one comes, this tells the balancer.
     if (missing !== undefined) throw new StoreUnavailableError(movedAway(missing))
   }
 
@@ -245,8 +245,9 @@ export class GroupCommitWriter {
           outcomes.push({ ok: true, value: this.ops.execute(op) })
           control.release.run()
         } catch (error) {
-          // SQLite rolls the whole transaction back itself after I/O or full-disk errors.
-          if (!db.inTransaction) throw error
+          // SQLite rolls the whole transaction back itself after full-disk errors; an I/O error
+          // breaks the writer whatever SQLite kept.
+          if (!db.inTransaction || isIoError(error)) throw error
           control.rollbackTo.run()
           control.release.run()
           outcomes.push({ ok: false, error: storeError(error) })

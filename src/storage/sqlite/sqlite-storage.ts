@@ -67,21 +67,18 @@ export class SqliteStorage implements Storage {
   constructor(options: SqliteOptions) {
     this.db = openSqliteDatabase(options)
     const db = this.db
+    let files: StoreFiles | undefined
     try {
       // Reading the schema makes SQLite create the WAL and the shared memory if they do not exist yet.
       db.prepare('SELECT count(*) FROM sqlite_schema').get()
-      this.files = new StoreFiles(options.path)
+      files = new StoreFiles(options.path)
+      this.writer = new GroupCommitWriter(options, files, (error) => this.brokeDown(error))
     } catch (error) {
       db.close()
+      files?.close()
       throw error
     }
-    try {
-      this.writer = new GroupCommitWriter(options, this.files, (error) => this.brokeDown(error))
-    } catch (error) {
-      db.close()
-      this.files.close()
-      throw error
-    }
+    this.files = files
     const exact = (sql: string) => db.prepare(sql).safeIntegers(true)
     this.statements = {
       plantJson: db.prepare(`SELECT ${PLANT_JSON} FROM plants WHERE id = ?`).pluck(),
