@@ -30,3 +30,16 @@ export function compileShim(source: string): string {
   built.set(source, library)
   return library
 }
+
+/**
+ * A service's environment with test/fixtures/disk-fault.c loaded: while `marker` exists, its
+ * store's syncs fail with EIO (the marker empty) or its writes with ENOSPC (`enospc`).
+ */
+export function diskFaultEnv(env: Record<string, string>, marker: string): Record<string, string> {
+  return {
+    ...env,
+    LD_PRELOAD: compileShim('test/fixtures/disk-fault.c'),
+    DISK_FAULT_FILE: marker,
+    DISK_FAULT_PREFIX: env.PLANT_STORE_DB as string,
+  }
+}

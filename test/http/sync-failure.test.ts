@@ -2,7 +2,7 @@
  * The write contract when the disk fails a sync (EIO): the batch is answered 503 (not
  * acknowledged: it may or may not be stored, and retrying is safe), the store takes no more
  * writes, /readyz says 503 and one fatal log line says to restart; what was acknowledged before
- * is kept. An LD_PRELOAD shim (test/fixtures/fail-sync.c) makes SQLite's own fsync of the store
+ * is kept. An LD_PRELOAD shim (test/fixtures/disk-fault.c) makes SQLite's own fsync of the store
  * fail; the service is the real one, on a real file.
  */
 import assert from 'node:assert/strict'
@@ -10,15 +10,7 @@ import fs from 'node:fs'
 import { describe, it } from 'node:test'
 import { createToken, serviceEnv, spawnService, stopService, waitFor } from '../helpers.js'
 import { request } from '../http-client.js'
-import { compileShim } from '../shim.js'
-
-/** The service's environment with the fault shim loaded; syncs fail while `marker` exists. */
-const failingEnv = (env: Record<string, string>, marker: string) => ({
-  ...env,
-  LD_PRELOAD: compileShim('test/fixtures/fail-sync.c'),
-  SYNC_FAULT_FILE: marker,
-  SYNC_FAULT_PREFIX: env.PLANT_STORE_DB as string,
-})
+import { diskFaultEnv } from '../shim.js'
 
 describe('writes when the disk fails a sync (sqlite)', () => {
   for (const stop of ['SIGTERM', 'SIGKILL'] as const) {
@@ -26,7 +18,7 @@ describe('writes when the disk fails a sync (sqlite)', () => {
       const env = await serviceEnv('sqlite')
       const token = await createToken(env, 'sync-failure')
       const marker = `${env.PLANT_STORE_DB}.fail-sync`
-      const failing = await spawnService(failingEnv(env, marker))
+      const failing = await spawnService(diskFaultEnv(env, marker))
       const create = (url: string, id: number) =>
         request('POST', `${url}/plants`, { token, body: { id, name: `plant ${id}`, tag: 'sync' } })
 
@@ -80,7 +72,7 @@ describe('writes when the disk fails a sync (sqlite)', () => {
     const env = await serviceEnv('sqlite')
     const token = await createToken(env, 'sync-failure')
     const marker = `${env.PLANT_STORE_DB}.fail-sync`
-    const cluster = await spawnService(failingEnv(env, marker), ['--workers', '2'])
+    const cluster = await spawnService(diskFaultEnv(env, marker), ['--workers', '2'])
     const create = (id: number) =>
       request('POST', `${cluster.url}/plants`, { token, body: { id, name: `plant ${id}` } })
     try {

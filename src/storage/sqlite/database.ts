@@ -29,10 +29,10 @@ export const DEFAULT_MAX_BATCH = 256
  * 10M-plant table and its tag index (about 3 MiB) hot.
  *
  * - `main` reads, and migrates on open.
- * - `writer` makes every write (`group-commit.ts`); SQLite's own auto-checkpoint runs on it after
- *   a commit that leaves the WAL over 1000 pages, so the WAL stays bounded under steady writes.
- *   Its busy timeout is 0 because SQLite's busy handler would sleep on the event loop; the
- *   writer retries a locked BEGIN with timers instead.
+ * - `writer` makes every write, in the writer thread (`writer-thread.ts`); SQLite's own
+ *   auto-checkpoint runs on it after a commit that leaves the WAL over 1000 pages, so the WAL
+ *   stays bounded under steady writes. Its busy timeout is 0: the group-commit writer retries a
+ *   locked BEGIN on timers, so that each write waits at most the busy timeout from its arrival.
  */
 const ROLES = {
   main: { migrate: true, cacheKiB: 4096, busy: true },

@@ -1,21 +1,17 @@
 /**
- * Group commit for the SQLite store, on the main thread: every write that has arrived by the time
- * a batch starts shares one transaction, and SQLite syncs the WAL once for all of them inside
- * COMMIT (`synchronous = FULL`; at `NORMAL` it syncs at checkpoints only). Every request of a
- * batch is answered after COMMIT returned, so after the sync; SQLite makes a commit visible to
- * readers, in any process, only after that sync. The sync runs on the event loop: measured, a
- * writer thread did not pay for its messages (docs/durability.md).
+ * Group commit for the SQLite store: every write that has arrived by the time a batch starts
+ * shares one transaction, which the writer thread (`writer-thread.ts`) runs and SQLite syncs
+ * once inside COMMIT (`synchronous = FULL`; at `NORMAL` it syncs at checkpoints only). Every
+ * request of a batch is answered after COMMIT returned, so after the sync; SQLite makes a commit
+ * visible to readers, in any process, only after that sync. The thread keeps syncs and
+ * checkpoints off the event loop: measured, that doubles creates a second (docs/durability.md).
  */
-import type Database from 'better-sqlite3'
+import { Worker } from 'node:worker_threads'
 import { StoreReadOnlyError, StoreUnavailableError, StoreWriteError } from '../storage.js'
-import {
-  DEFAULT_BUSY_TIMEOUT_MS,
-  DEFAULT_MAX_BATCH,
-  openSqliteDatabase,
-  type SqliteOptions,
-} from './database.js'
+import { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_MAX_BATCH, type SqliteOptions } from './database.js'
 import type { StoreFiles } from './store-files.js'
-import { prepareWriteOps, type WriteOp } from './write-ops.js'
+import type { WriteOp } from './write-ops.js'
+import type { FromWriter, ToWriter, WireError, WriterThreadData } from './writer-thread.js'
 
 /** Counters of the writer since this store was opened, for tests and operators. */
 export interface WriterStats {
@@ -41,8 +37,6 @@ interface Queued {
   /** When it was accepted (Date.now()): it waits for another process's lock at most busyTimeoutMs from here. */
   since: number
 }
-
-type Outcome = { ok: true; value: unknown } | { ok: false; error: Error }
 
 /**
  * How long /readyz reports a write that failed for a reason of the disk's: the Retry-After a
@@ -87,10 +81,17 @@ const isDiskTrouble = (error: Error) =>
  */
 const isIoError = (error: unknown) => sqliteCode(error).startsWith('SQLITE_IOERR')
 
+/** An error from the writer thread, with the `code` that decides what the client hears. */
+const unwire = (error: WireError) => Object.assign(new Error(error.message), { code: error.code })
+
+/** The thread holds one connection and a batch at a time: a small heap is plenty. */
+const HEAP_LIMITS = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 64 }
+
 export class GroupCommitWriter {
-  private readonly db: Database.Database
-  private readonly ops
-  private readonly control
+  private readonly thread: Worker
+  private readonly threadExited: Promise<void>
+  /** The batch the thread is running, and its tries so far. */
+  private inFlight: { batch: Queued[]; tries: number } | undefined
   private readonly maxBatch: number
   private readonly busyTimeoutMs: number
   private readonly counters: WriterStats = {
@@ -123,18 +124,33 @@ export class GroupCommitWriter {
   ) {
     this.maxBatch = options.maxBatch ?? DEFAULT_MAX_BATCH
     this.busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS
-    this.db = openSqliteDatabase(options, 'writer')
-    this.ops = prepareWriteOps(this.db)
-    const db = this.db
-    this.control = {
-      begin: db.prepare('BEGIN IMMEDIATE'),
-      commit: db.prepare('COMMIT'),
-      rollback: db.prepare('ROLLBACK'),
-      savepoint: db.prepare('SAVEPOINT op'),
-      release: db.prepare('RELEASE op'),
-      rollbackTo: db.prepare('ROLLBACK TO op'),
-      totalChanges: db.prepare('SELECT total_changes()').pluck(),
-    }
+    const workerData: WriterThreadData = { options, files: files.identities }
+    this.thread = new Worker(new URL('./writer-thread.js', import.meta.url), {
+      workerData,
+      resourceLimits: HEAP_LIMITS,
+    })
+    // Referenced only while a batch runs: an idle writer never keeps the process up.
+    this.thread.unref()
+    this.thread.on('message', (reply: FromWriter) => {
+      const { batch, tries } = this.inFlight as { batch: Queued[]; tries: number }
+      this.inFlight = undefined
+      this.thread.unref()
+      this.settle(batch, tries, reply)
+    })
+    let failure: Error | undefined
+    this.thread.on('error', (error) => (failure = error))
+    this.threadExited = new Promise((resolve) => {
+      this.thread.once('exit', (code) => {
+        resolve()
+        if (this.closing) return
+        const why = failure?.message ?? `it exited with code ${code}`
+        const error = new StoreUnavailableError(
+          `the SQLite writer thread stopped: ${why}; restart the service`,
+        )
+        if (this.inFlight) this.broke(error, this.inFlight.batch)
+        else this.stopped(error)
+      })
+    })
   }
 
   /** Runs one write in the next group commit; resolves with its result once it is committed. */
@@ -164,11 +180,16 @@ export class GroupCommitWriter {
     return { ...this.counters, queued: this.queue.length }
   }
 
-  /** Finishes every write already accepted, then closes the connection; later writes are refused. */
+  /**
+   * Finishes every write already accepted, then closes the thread's connection and waits for the
+   * thread to end; later writes are refused.
+   */
   close(): Promise<void> {
     this.closing ??= (async () => {
       if (this.active || this.queue.length > 0) await new Promise<void>((resolve) => (this.drained = resolve))
-      this.db.close()
+      this.thread.ref()
+      this.thread.postMessage({ op: 'close' } satisfies ToWriter)
+      await this.threadExited
     })()
     return this.closing
   }
@@ -194,18 +215,24 @@ export class GroupCommitWriter {
     const batch = this.queue.splice(0, this.maxBatch)
     this.active = true
     this.counters.batchesStarted++
-    this.begin(batch, 0)
+    this.run(batch, 0)
+  }
+
+  /** Sends the batch to the thread; its reply goes to `settle`. */
+  private run(batch: Queued[], tries: number): void {
+    this.thread.ref()
+    this.inFlight = { batch, tries }
+    this.thread.postMessage({ op: 'batch', writes: batch.map((request) => request.op) } satisfies ToWriter)
   }
 
   /**
-   * BEGIN IMMEDIATE, retried on timers while another process holds the write lock. Each write
-   * waits at most busyTimeoutMs from when it was accepted, however many batches wait before it;
-   * those past their time are failed and the rest go on waiting.
+   * A BEGIN that another process's write lock refused is tried again on timers. Each write waits
+   * at most busyTimeoutMs from when it was accepted, however many batches wait before it; those
+   * past their time are failed and the rest go on waiting.
    */
-  private begin(batch: Queued[], tries: number): void {
-    try {
-      this.control.begin.run()
-    } catch (error) {
+  private settle(batch: Queued[], tries: number, reply: FromWriter): void {
+    if (reply.type === 'not-begun') {
+      const error = unwire(reply.error)
       const now = Date.now()
       const late = isBusy(error)
         ? batch.filter((request) => now - request.since >= this.busyTimeoutMs)
@@ -217,83 +244,31 @@ export class GroupCommitWriter {
         batch = batch.filter((request) => now - request.since < this.busyTimeoutMs)
       }
       const pause = LOCK_RETRY_MS[Math.min(tries, LOCK_RETRY_MS.length - 1)]
-      setTimeout(() => this.begin(batch, tries + 1), pause)
+      setTimeout(() => this.run(batch, tries + 1), pause)
       return
     }
-    this.runAndCommit(batch)
-  }
-
-  /**
-   * A create that fails fails its whole batch (the rule the HTTP contract relies on). Any other
-   * write runs under a savepoint, so its own expected failure (a duplicate token id, say) is
-   * answered to it alone and does not take unrelated creates down with it.
-   */
-  private runAndCommit(batch: Queued[]): void {
-    const { control, db } = this
-    const outcomes: Outcome[] = []
-    let wrote: boolean
-    try {
-      const changesBefore = control.totalChanges.get()
-      this.ops.forget()
-      for (const { op } of batch) {
-        if (op.op === 'createPlant') {
-          outcomes.push({ ok: true, value: this.ops.execute(op) })
-          continue
-        }
-        control.savepoint.run()
-        try {
-          outcomes.push({ ok: true, value: this.ops.execute(op) })
-          control.release.run()
-        } catch (error) {
-          // SQLite rolls the whole transaction back itself after full-disk errors; an I/O error
-          // breaks the writer whatever SQLite kept.
-          if (!db.inTransaction || isIoError(error)) throw error
-          control.rollbackTo.run()
-          control.release.run()
-          outcomes.push({ ok: false, error: storeError(error) })
-        }
-      }
-      wrote = control.totalChanges.get() !== changesBefore
-      // A store file that has left its path would take this commit where no restart finds it, or
-      // half of it: refused before COMMIT, its 503 means nothing stored.
-      const missing = wrote ? this.files.missing() : undefined
-      if (missing !== undefined) {
-        control.rollback.run()
-        this.broke(new StoreUnavailableError(movedAway(missing)), batch)
-        return
-      }
-      control.commit.run()
-    } catch (error) {
-      if (db.inTransaction) control.rollback.run()
-      this.fail(batch, error)
-      return
-    }
-    if (wrote) this.trouble = undefined
+    if (reply.type === 'failed') return this.fail(batch, unwire(reply.error))
+    if (reply.type === 'moved') return this.broke(new StoreUnavailableError(movedAway(reply.file)), batch)
+    if (reply.wrote) this.trouble = undefined
     this.counters.batchesCommitted++
     this.counters.requestsCommitted += batch.length
     this.counters.largestBatch = Math.max(this.counters.largestBatch, batch.length)
     // A move during the COMMIT itself: its answers would vouch for files no restart opens.
-    const missing = wrote ? this.files.missing() : undefined
-    if (missing !== undefined) return this.broke(new StoreUnavailableError(movedAway(missing)), batch)
-    this.answer(batch, outcomes)
-  }
-
-  private answer(batch: Queued[], outcomes: Outcome[]): void {
+    if (reply.moved !== undefined) return this.broke(new StoreUnavailableError(movedAway(reply.moved)), batch)
     for (const [i, request] of batch.entries()) {
-      const outcome = outcomes[i] as Outcome
-      if (outcome.ok) request.resolve(outcome.value)
-      else request.reject(outcome.error)
+      const outcome = reply.outcomes[i]
+      if (outcome?.ok) request.resolve(outcome.value)
+      else request.reject(storeError(unwire(outcome?.error ?? { message: 'no outcome' })))
     }
     this.batchDone()
   }
 
   /** An I/O error breaks the writer; any other error fails this batch alone. */
-  private fail(batch: Queued[], error: unknown): void {
+  private fail(batch: Queued[], error: Error): void {
     if (isIoError(error)) {
-      const cause = error as Error
       const broken = new StoreUnavailableError(
-        `the SQLite store could not be written or synced (${cause.message}); it takes no more writes until the service restarts`,
-        { cause },
+        `the SQLite store could not be written or synced (${error.message}); it takes no more writes until the service restarts`,
+        { cause: error },
       )
       return this.broke(broken, batch)
     }
@@ -309,14 +284,20 @@ export class GroupCommitWriter {
    * not acknowledged, may or may not be stored), and so does every later write.
    */
   private broke(error: StoreUnavailableError, batch: Queued[]): void {
+    this.counters.batchesFailed++
+    for (const request of batch) request.reject(error)
+    this.stopped(error)
+    this.batchDone()
+  }
+
+  /** Refuses every write from now on, those queued included; tells `onBroken` the first time. */
+  private stopped(error: StoreUnavailableError): void {
     const first = this.broken === undefined
     this.broken ??= error
     const waiting = this.queue
     this.queue = []
-    this.counters.batchesFailed++
-    for (const request of [...batch, ...waiting]) request.reject(this.broken)
+    for (const request of waiting) request.reject(this.broken)
     if (first) this.onBroken(this.broken)
-    this.batchDone()
   }
 
   private batchDone(): void {

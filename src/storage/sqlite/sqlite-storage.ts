@@ -51,7 +51,8 @@ export const listPlantsSql = {
  * The embedded store, on one SQLite file in WAL mode. Reads run on this thread's read connection.
  * Every write goes through the group-commit writer (`group-commit.ts`): writes that arrive
  * together share one transaction and one sync, made by SQLite itself, and each is answered only
- * once COMMIT returned. SQLite checkpoints the WAL itself, on the writer's connection.
+ * once COMMIT returned. The write connection lives in a thread of its own (`writer-thread.ts`),
+ * where SQLite also checkpoints the WAL, so that neither syncs nor checkpoints block reads.
  */
 export class SqliteStorage implements Storage {
   readonly kind = 'sqlite'
@@ -245,8 +246,8 @@ export class SqliteStorage implements Storage {
   }
 
   /**
-   * Finishes every write already accepted, then closes SQLite's connections and only then this
-   * process's own descriptors on the store's files: closing any descriptor of a file drops the
+   * Finishes every write already accepted, then closes SQLite's connections (the writer thread's,
+   * then the reader's) and only then this process's own descriptors on the store's files: closing any descriptor of a file drops the
    * process's POSIX locks on it, which SQLite still relies on while a connection is open.
    */
   async close(): Promise<void> {
