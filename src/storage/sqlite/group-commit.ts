@@ -7,8 +7,9 @@
  * checkpoints off the event loop: measured, that doubles creates a second (docs/durability.md).
  */
 import { Worker } from 'node:worker_threads'
-import { StoreReadOnlyError, StoreUnavailableError, StoreWriteError } from '../storage.js'
+import { StoreUnavailableError } from '../storage.js'
 import { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_MAX_BATCH, type SqliteOptions } from './database.js'
+import { isBusy, isDiskTrouble, isIoError, storeError } from './sqlite-errors.js'
 import type { StoreFiles } from './store-files.js'
 import type { WriteOp } from './write-ops.js'
 import type { FromWriter, ToWriter, WireError, WriterThreadData } from './writer-thread.js'
@@ -43,43 +44,6 @@ interface Queued {
  * client of the failed write was given.
  */
 const TROUBLE_SHOWN_MS = 5000
-
-const sqliteCode = (error: unknown): string => {
-  const code = (error as { code?: unknown }).code
-  return typeof code === 'string' ? code : ''
-}
-
-/** Another connection holds the lock SQLite needed. */
-const isBusy = (error: unknown) => sqliteCode(error).startsWith('SQLITE_BUSY')
-
-/**
- * What the client of a failed write hears. A held lock, a full disk, an I/O error or a file this
- * process may not write is the store's state, not a bug: a 503 to retry (a full disk answered
- * 500 INTERNAL). Any other error keeps its class and code.
- */
-function storeError(error: unknown): Error {
-  const code = sqliteCode(error)
-  const message = (error as Error).message
-  if (code.startsWith('SQLITE_BUSY')) return new StoreUnavailableError(`SQLite is busy: ${message}`)
-  if (code.startsWith('SQLITE_READONLY')) {
-    return new StoreReadOnlyError(`the SQLite store takes no writes: ${message}`, { cause: error })
-  }
-  if (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR')) {
-    return new StoreWriteError(`the SQLite store could not be written: ${message}`, { cause: error })
-  }
-  return error instanceof Error ? error : new Error(String(error))
-}
-
-/** Whether a failed write says something about the store's disk, which /readyz should show. */
-const isDiskTrouble = (error: Error) =>
-  error instanceof StoreWriteError || error instanceof StoreReadOnlyError
-
-/**
- * An I/O error from SQLite while it wrote or synced the store. After a failed sync the kernel may
- * have dropped pages it then forgets about (a later sync can succeed without them), so nothing
- * written since the last good sync can be vouched for: the writer takes no more writes.
- */
-const isIoError = (error: unknown) => sqliteCode(error).startsWith('SQLITE_IOERR')
 
 /** An error from the writer thread, with the `code` that decides what the client hears. */
 const unwire = (error: WireError) => Object.assign(new Error(error.message), { code: error.code })

@@ -5,6 +5,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads'
 import { openSqliteDatabase, type SqliteOptions } from './database.js'
+import { isIoError } from './sqlite-errors.js'
 import { type FileIdentity, firstMissing } from './store-files.js'
 import { prepareWriteOps, type WriteOp } from './write-ops.js'
 
@@ -40,8 +41,6 @@ const wire = (error: unknown): WireError => {
     code: typeof code === 'string' ? code : undefined,
   }
 }
-
-const isIoError = (error: unknown) => String((error as { code?: unknown }).code).startsWith('SQLITE_IOERR')
 
 function serve(port: NonNullable<typeof parentPort>, { options, files }: WriterThreadData): void {
   const db = openSqliteDatabase(options, 'writer')
