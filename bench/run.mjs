@@ -31,24 +31,6 @@ import {
   stopPostgres,
 } from './lib/stores.mjs'
 
-/**
- * Whether the service will write SQLite's WAL through native/wal-coalesce.c, asked of the built
- * code itself: its reading of SQLITE_WAL_COALESCE (passed through) and its library's path.
- */
-async function walCoalescing() {
-  const { loadConfig } = await import('../dist/src/config.js')
-  const { WAL_COALESCE_LIBRARY } = await import('../dist/src/storage/sqlite/wal-coalescing.js')
-  let wanted
-  try {
-    wanted = loadConfig({ SQLITE_WAL_COALESCE: process.env.SQLITE_WAL_COALESCE }).sqliteWalCoalesce
-  } catch (error) {
-    // The service would refuse to start on it; say so before any store is filled.
-    die(2, `bench: ${error.message}`)
-  }
-  if (!wanted) return 'no (SQLITE_WAL_COALESCE)'
-  return fs.existsSync(path.join(ROOT, WAL_COALESCE_LIBRARY)) ? 'yes' : 'no (library not built)'
-}
-
 const log = (message) =>
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`)
 
@@ -82,7 +64,6 @@ async function main() {
   const started = performance.now()
   if (!fs.existsSync(BUILT_CLI))
     die(2, `${path.relative(ROOT, BUILT_CLI)} is missing: run \`npm run build\` first`)
-  options.walCoalescing = await walCoalescing()
   const host = machine()
 
   // At info, SQLite's empty store runs a second time at warn: the request log's cost, beside it.

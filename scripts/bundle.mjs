@@ -1,11 +1,10 @@
 #!/usr/bin/env node
 // Bundles the compiled service (dist/src, from tsc) into dist/bundle: main.js, the CLI and server
-// that `npm start` runs, and checkpoint-thread.js, the SQLite checkpointer's worker, which the
-// bundle finds next to itself as dist/src finds it. Why: Node 20 resolved, read and linked about
-// 500 files at every start (fastify alone some 130), half the time to /readyz; one file starts in
-// about half the time. better-sqlite3 stays outside, as a native addon must, and so do
-// @fastify/swagger-ui, which serves files from its package, and the packages only some services
-// load (below).
+// that `npm start` runs, and writer-thread.js, the SQLite writer's thread, which the bundle finds
+// next to itself as dist/src finds it. Why: Node 20 resolves, reads and links about 500 files at
+// every start (fastify alone some 130), half the time to /readyz; one file starts in about half
+// the time. better-sqlite3 stays outside, as a native addon must, and so do @fastify/swagger-ui,
+// which serves files from its package, and the packages only some services load (below).
 // Run by `npm run build` after tsc; takes well under a second.
 import fs from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -19,7 +18,7 @@ fs.rmSync(outdir, { recursive: true, force: true })
 await build({
   entryPoints: {
     main: `${root}dist/src/cli/main.js`,
-    'checkpoint-thread': `${root}dist/src/storage/sqlite/checkpoint-thread.js`,
+    'writer-thread': `${root}dist/src/storage/sqlite/writer-thread.js`,
   },
   outdir,
   bundle: true,

@@ -25,11 +25,11 @@ export interface Config {
   /** How long a token lookup may be served from memory; bounds how late a revocation bites. */
   tokenCacheMs: number
   /**
-   * `SQLITE_SYNC`. `full` (default): a create is answered only after its commit is fsynced, so it
-   * survives power loss. `normal`, the documented faster mode: commits are not fsynced (the WAL is
-   * synced at checkpoints), so an answered create survives a crash of the process but may be lost
-   * with the last commits on power loss or an OS crash. Either way creates are group-committed:
-   * those that arrive together share one transaction (and, with `full`, one fsync).
+   * `SQLITE_SYNC`, SQLite's own `synchronous` level for the writer. `full` (default): a commit
+   * returns once SQLite has synced its WAL, so an answered create survives power loss. `normal`:
+   * SQLite syncs only at checkpoints, so an answered create survives a crash of the process but
+   * the last commits may be lost on power loss. Either way the store cannot be corrupted, and
+   * creates are group-committed: those that arrive together share one transaction and one sync.
    */
   sqliteSync: 'full' | 'normal'
   /**
@@ -42,13 +42,6 @@ export interface Config {
    * process writes the same file, before its whole batch fails with 503.
    */
   sqliteBusyTimeoutMs: number
-  /**
-   * `SQLITE_WAL_COALESCE`, default true: write each commit's WAL frames with one system call
-   * through the VFS in native/wal-coalesce.c (built at install). Same bytes on disk, same
-   * durability; false turns it off for this process (docs/performance-history.md, tenth round),
-   * and with it the checkpointer's sync of the database file after each copy (thirteenth round).
-   */
-  sqliteWalCoalesce: boolean
   webhookTimeoutMs: number
   webhookMaxAttempts: number
   webhookBackoffBaseMs: number
@@ -285,7 +278,6 @@ export function loadConfig(env: Env = process.env, terminal = process.stdout.isT
     sqliteSync: oneOf(env, 'SQLITE_SYNC', 'full', ['full', 'normal']),
     sqliteMaxBatch: int(env, 'SQLITE_MAX_BATCH', 256, 1, 10_000),
     sqliteBusyTimeoutMs: int(env, 'SQLITE_BUSY_TIMEOUT_MS', 5000, 1, 600_000),
-    sqliteWalCoalesce: bool(env, 'SQLITE_WAL_COALESCE', true),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 1, 600_000),
     webhookMaxAttempts: int(env, 'WEBHOOK_MAX_ATTEMPTS', 19, 1, 1000),
     webhookBackoffBaseMs: int(env, 'WEBHOOK_BACKOFF_BASE_MS', 5_000, 1, 86_400_000),

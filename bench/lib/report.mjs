@@ -256,7 +256,6 @@ export function markdown(results) {
   lines.push(
     `Run ${results.startedAt}: ${o.rounds} interleaved rounds of ${o.duration} s per target, ${o.connections} connections, ` +
       `SQLITE_SYNC=${o.sqliteSync}, LOG_LEVEL=${o.logLevel}, ` +
-      (o.walCoalescing ? `SQLite WAL writes coalesced: ${o.walCoalescing}, ` : '') +
       `service Node flags \`${results.serviceNodeArgs?.join(' ') || 'none'}\`, ${results.pinning}. Wall time ${fixed(results.wallSeconds, 0)} s.`,
   )
   lines.push('')

@@ -9,7 +9,6 @@ export const ENV_HELP: Record<string, [fallback: string, meaning: string]> = {
   SQLITE_SYNC: ['full', 'full: fsync every commit; normal: survive a process crash only'],
   SQLITE_MAX_BATCH: ['256', 'most creates one SQLite group commit takes'],
   SQLITE_BUSY_TIMEOUT_MS: ['5000', "how long a write waits for another process's lock"],
-  SQLITE_WAL_COALESCE: ['true', "write each commit's WAL pages with one system call"],
   LOG_LEVEL: ['info', 'fatal, error, warn, info, debug, trace or silent'],
   LOG_FORMAT: ['pretty on a terminal, else json', 'json lines or pino-pretty text'],
   METRICS: ['true', 'serve Prometheus metrics (false turns them off)'],
@@ -44,7 +43,6 @@ export const STORE_ENV = [
   'SQLITE_SYNC',
   'SQLITE_MAX_BATCH',
   'SQLITE_BUSY_TIMEOUT_MS',
-  'SQLITE_WAL_COALESCE',
 ]
 
 /** Everything `serve` reads. */

@@ -56,6 +56,13 @@ export async function serveCommand(args: string[]): Promise<void> {
   const location = storeLocation(config)
   server.app.log.info(location.fields, location.message)
   for (const warning of storage.warnings) server.app.log.warn(warning)
+  storage.onFatal?.((error) => {
+    // A worker exits, and its primary starts another; alone, the process stays up for reads and
+    // /readyz says 503 until its supervisor or operator restarts it.
+    const restart = cluster.isWorker ? 'this worker exits; the primary starts another' : 'restart the service'
+    server.app.log.fatal({ err: error }, `the store takes no more writes: ${restart}`)
+    if (cluster.isWorker) void server.shutdown('the store failed').finally(() => process.exit(1))
+  })
   const noUsableToken = (await storage.countUsableTokens(new Date())) === 0
   try {
     await server.listen()

@@ -42,9 +42,12 @@ Decisions where the seed description says "not shown":
   Authentication is checked before the body is read: a bad token with a bad body is a 401, and an
   \`Expect: 100-continue\` is answered with 100 only once nothing but the body can refuse the request;
   another expectation is a 417. A query string with bad percent-encoding is a 400 on every known route.
-- **Durability**: a 200 is sent only after the plant is committed to disk. A create answered with
-  an error stores nothing; on SQLite, when the disk fails the sync of a batch's commit, that commit is
-  taken back before its 503s are sent (the service's log says whether it could be).
+- **Durability**: a 200 (or 204) on a write is sent only after its commit is on disk (on SQLite with
+  \`SQLITE_SYNC=normal\`, after it survives a crash of the process). A 400, 401, 403, 409, 413 or 415
+  stores nothing. A 503 on a write, on either store, means not acknowledged: it may or may not be
+  stored, and retrying is safe (creates are idempotent by id; a retried delete answers 404 if the
+  first one happened). After a failed sync the SQLite store takes no more writes until the process
+  restarts: /readyz answers 503 meanwhile, and under \`--workers\` the worker exits and is replaced.
 - **Pipelining**: requests pipelined on one HTTP/1.1 connection are handled one after the other, in
   the order sent, and answered in that order.
 - **Read, list, delete and webhooks** come from the fuller public sample this seed was trimmed from.

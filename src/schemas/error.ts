@@ -37,7 +37,10 @@ const statusText: Record<number, string> = {
   415: 'Content-Type is not application/json',
   417: 'An Expect header other than 100-continue',
   500: 'Unexpected server error',
-  503: 'Store unavailable; retry later',
+  503:
+    'Store unavailable; retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or ' +
+    'may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 ' +
+    'if the first one happened).',
 }
 
 const rule = (field: string, text: string) => ({ details: [{ field, rule: text }] })

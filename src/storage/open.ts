@@ -38,7 +38,6 @@ export async function openStorage(
       synchronous: config.sqliteSync,
       maxBatch: config.sqliteMaxBatch,
       busyTimeoutMs: config.sqliteBusyTimeoutMs,
-      coalesceWalWrites: config.sqliteWalCoalesce,
       onMigration: options.onMigration,
       observer: options.observer,
     })

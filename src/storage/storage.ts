@@ -177,6 +177,12 @@ export interface Storage {
 
   /** Connections of the driver's pool running a query, and queries waiting for one, for metrics. */
   poolStats?(): { inUse: number; waiting: number } | undefined
+  /**
+   * Calls `listener` once if the store stops taking writes for good (SQLite after a failed sync):
+   * only a restart recovers it. A store that never does so need not implement it.
+   */
+  onFatal?(listener: (error: StoreUnavailableError) => void): void
+
   /** Resolves when the store can read its plants table (and, for a server, take writes). */
   ping(): Promise<void>
   close(): Promise<void>

@@ -24,8 +24,8 @@ describe('two processes on one SQLite file', () => {
   })
 
   it("shows the other process's creates and deletes to the next read and list, under writes", async () => {
-    // Keeps the busy process's writer committing, so that most reads arrive while its read
-    // connection holds the snapshot from before its latest commit (until that commit's sync).
+    // Keeps the busy process's writer committing and syncing, so that most reads through either
+    // process arrive while a commit of the other is under way.
     let loading = true
     let loadId = 1_000_000
     const load = Promise.all(

@@ -8,13 +8,18 @@ import { execFile } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 import { describe, it } from 'node:test'
-import type Database from 'better-sqlite3'
-import { cliPath, runCli, serviceEnv, startService, type TestService } from '../helpers.js'
+import {
+  cliPath,
+  createToken,
+  runCli,
+  serviceEnv,
+  spawnService,
+  startService,
+  stopService,
+  type TestService,
+} from '../helpers.js'
 import { request } from '../http-client.js'
-
-/** The writer's own connection: the only way to give SQLite a page limit is on it. */
-const writerOf = (service: TestService) =>
-  (service.storage as unknown as { writer: { db: Database.Database } }).writer.db
+import { diskFaultEnv } from '../shim.js'
 
 const create = (service: TestService, token: string, id: number) =>
   request('POST', `${service.url}/plants`, { token, body: { id, name: `plant ${id}` } })
@@ -47,35 +52,34 @@ describe('SQLite store in trouble', () => {
     assert.match(result.stderr, /is not writable by this process/)
   })
 
-  it('answers 503 with Retry-After when the disk is full, says so on /readyz, and recovers', async (t) => {
-    const service = await startService('sqlite', { WEBHOOK_WORKER: 'false' })
-    t.after(() => service.close())
-    const token = await service.token()
-    assert.equal((await create(service, token, 1)).status, 200)
-    // SQLite's page limit makes its writes fail with SQLITE_FULL, as a full disk does.
-    const writer = writerOf(service)
-    const pages = writer.pragma('page_count', { simple: true }) as number
-    writer.pragma(`max_page_count = ${pages}`)
-    let full: Awaited<ReturnType<typeof create>> | undefined
-    let failedId = 0
-    for (let id = 2; id < 2000 && !full; id++) {
-      const response = await create(service, token, id)
-      if (response.status !== 200) [full, failedId] = [response, id]
-    }
-    assert.ok(full, 'the page limit was reached')
-    assert.equal(full.status, 503, full.text)
-    assert.equal(full.headers.get('retry-after'), '5')
-    assert.equal(full.json.code, 'STORE_UNAVAILABLE')
-    const ready = await request('GET', `${service.url}/readyz`)
-    assert.equal(ready.status, 503, ready.text)
-    assert.match(ready.json.message, /could not write just now/)
-    assert.equal((await request('GET', `${service.url}/plants/1`, { token })).status, 200, 'reads go on')
+  it('answers 503 with Retry-After when the disk is full, says so on /readyz, and recovers', async () => {
+    const env = await serviceEnv('sqlite', { WEBHOOK_WORKER: 'false' })
+    const token = await createToken(env, 'full disk')
+    const marker = `${env.PLANT_STORE_DB}.disk-fault`
+    const service = await spawnService(diskFaultEnv(env, marker))
+    const post = (id: number) =>
+      request('POST', `${service.url}/plants`, { token, body: { id, name: `plant ${id}` } })
+    try {
+      assert.equal((await post(1)).status, 200)
+      // Every write to the store's files fails with ENOSPC, as on a full disk.
+      fs.writeFileSync(marker, 'enospc')
+      const full = await post(2)
+      assert.equal(full.status, 503, full.text)
+      assert.equal(full.headers.get('retry-after'), '5')
+      assert.equal(full.json.code, 'STORE_UNAVAILABLE')
+      const ready = await request('GET', `${service.url}/readyz`)
+      assert.equal(ready.status, 503, ready.text)
+      assert.match(ready.json.message, /could not write just now/)
+      assert.equal((await request('GET', `${service.url}/plants/1`, { token })).status, 200, 'reads go on')
 
-    writer.pragma('max_page_count = 1073741823')
-    assert.equal((await create(service, token, 5000)).status, 200)
-    assert.equal((await request('GET', `${service.url}/readyz`)).status, 200)
-    const lost = await request('GET', `${service.url}/plants/${failedId}`, { token })
-    assert.equal(lost.status, 404, 'the create that was refused stored nothing')
+      fs.rmSync(marker)
+      assert.equal((await post(5000)).status, 200)
+      assert.equal((await request('GET', `${service.url}/readyz`)).status, 200)
+      const lost = await request('GET', `${service.url}/plants/2`, { token })
+      assert.equal(lost.status, 404, 'the create that was refused stored nothing')
+    } finally {
+      await stopService(service)
+    }
   })
 
   for (const [how, move] of [

@@ -12,14 +12,12 @@ import { sqliteMigrations } from './migrations.js'
 
 export interface SqliteOptions {
   path: string
-  /** `full` fsyncs every commit (survives power loss); `normal` survives a process crash. */
+  /** SQLite's `synchronous` on the writer: `full` syncs every commit (survives power loss); `normal` survives a process crash. */
   synchronous: 'full' | 'normal'
   /** How long a write waits for another process's write lock before failing; default 5000. */
   busyTimeoutMs?: number
   /** Most create requests one group commit takes; default 256. Bounds the latency of a batch. */
   maxBatch?: number
-  /** Write each commit's WAL frames in one call (`wal-coalescing.ts`); default true. */
-  coalesceWalWrites?: boolean
   /** Told of each migration as it begins: on a big store one may take a while. */
   onMigration?: MigrationListener
   /** Told of each group commit answered (metrics). */
@@ -33,23 +31,20 @@ export const DEFAULT_BUSY_TIMEOUT_MS = 5000
 export const DEFAULT_MAX_BATCH = 256
 
 /**
- * The three connections of a store, all in WAL mode. Page caches: better-sqlite3 defaults to
- * 16 MiB per connection; together they stay within that (RSS budget), which still keeps the
- * B-tree interior pages of a 10M-plant table and its tag index (about 3 MiB) hot.
+ * The two connections of a store, both in WAL mode, at the store's `synchronous` level: SQLite
+ * makes every sync itself. Page caches: better-sqlite3 defaults to 16 MiB per connection;
+ * together they stay within that (RSS budget), which still keeps the B-tree interior pages of a
+ * 10M-plant table and its tag index (about 3 MiB) hot.
  *
  * - `main` reads, and migrates on open.
- * - `writer` makes every write, on the main thread (`group-commit.ts`). SQLite itself never
- *   syncs on it (`synchronous = OFF`) and it never checkpoints: the group-commit writer syncs
- *   the WAL off the event loop after each commit and answers only then, and the checkpointer
- *   does the checkpoints. Its busy timeout is 0 because SQLite's busy handler would sleep on the
- *   event loop; the writer retries a locked BEGIN with timers instead.
- * - `checkpointer` copies the WAL into the database file in a thread of its own, with the
- *   store's durability level, so SQLite syncs the WAL before and the database file after.
+ * - `writer` makes every write, in the writer thread (`writer-thread.ts`); SQLite's own
+ *   auto-checkpoint runs on it after a commit that leaves the WAL over 1000 pages, so the WAL
+ *   stays bounded under steady writes. Its busy timeout is 0: the group-commit writer retries a
+ *   locked BEGIN on timers, so that each write waits at most the busy timeout from its arrival.
  */
 const ROLES = {
-  main: { migrate: true, cacheKiB: 4096, autocheckpointPages: 1000, syncOff: false, busy: true },
-  writer: { migrate: false, cacheKiB: 8192, autocheckpointPages: 0, syncOff: true, busy: false },
-  checkpointer: { migrate: false, cacheKiB: 512, autocheckpointPages: 0, syncOff: false, busy: true },
+  main: { migrate: true, cacheKiB: 4096, busy: true },
+  writer: { migrate: false, cacheKiB: 8192, busy: false },
 } as const
 
 /** SQLite keeps times as epoch milliseconds. */
@@ -97,11 +92,9 @@ export function openSqliteDatabase(
   const db = new Database(options.path)
   try {
     db.pragma('journal_mode = WAL')
-    const level = settings.syncOff ? 'OFF' : options.synchronous === 'full' ? 'FULL' : 'NORMAL'
-    db.pragma(`synchronous = ${level}`)
+    db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`)
     db.pragma(`busy_timeout = ${settings.busy ? (options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS) : 0}`)
     db.pragma(`cache_size = -${settings.cacheKiB}`)
-    db.pragma(`wal_autocheckpoint = ${settings.autocheckpointPages}`)
     if (settings.migrate) migrateSqlite(db, options.onMigration)
     return db
   } catch (error) {

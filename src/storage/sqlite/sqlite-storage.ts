@@ -11,15 +11,15 @@ import type {
   PlantLines,
   PlantPage,
   Storage,
+  StoreUnavailableError,
   Subscription,
   TokenRecord,
 } from '../storage.js'
 import type { Row } from '../rows.js'
 import { openSqliteDatabase, type SqliteOptions, toAttempt, toDelivery, toToken } from './database.js'
-import { DurableSnapshot } from './durable-snapshot.js'
-import { GroupCommitWriter, type SyncFile, type WriterStats } from './group-commit.js'
+import { GroupCommitWriter, type WriterStats } from './group-commit.js'
 import { PageCache } from './page-cache.js'
-import { loadWalCoalescing, type WalCoalescing } from './wal-coalescing.js'
+import { StoreFiles } from './store-files.js'
 
 export { migrateSqlite, openSqliteDatabase, type SqliteOptions } from './database.js'
 export type { WriterStats } from './group-commit.js'
@@ -51,34 +51,36 @@ export const listPlantsSql = {
 /**
  * The embedded store, on one SQLite file in WAL mode. Reads run on this thread's read connection.
  * Every write goes through the group-commit writer (`group-commit.ts`): writes that arrive
- * together share one transaction and one fsync, which runs off the event loop, and each is
- * answered only once its commit is durable. Until then the read connection stays on the last
- * durable snapshot, so no read shows what no client has been told is stored. Checkpoints run in a
- * thread of their own (`checkpointer.ts`).
+ * together share one transaction and one sync, made by SQLite itself, and each is answered only
+ * once COMMIT returned. The write connection lives in a thread of its own (`writer-thread.ts`),
+ * where SQLite also checkpoints the WAL, so that neither syncs nor checkpoints block reads.
  */
 export class SqliteStorage implements Storage {
   readonly kind = 'sqlite'
-  readonly warnings: readonly string[]
-  /** Whether this process writes WAL frames through the coalescing VFS (`wal-coalescing.ts`). */
-  readonly walCoalescing: WalCoalescing
+  readonly warnings: readonly string[] = []
   private readonly writer: GroupCommitWriter
-  private readonly snapshot: DurableSnapshot
+  private readonly files: StoreFiles
   private readonly db: Database.Database
   private readonly statements
   private readonly pages = new PageCache()
+  private broken: StoreUnavailableError | undefined
+  private readonly brokenListeners: Array<(error: StoreUnavailableError) => void> = []
 
-  /** `syncFile` replaces fdatasync, for tests of a failing disk. */
-  constructor(options: SqliteOptions, syncFile?: SyncFile) {
-    // Before any connection: the VFS applies to connections opened after it is loaded.
-    this.walCoalescing = loadWalCoalescing(options.coalesceWalWrites ?? true)
-    this.warnings =
-      this.walCoalescing.state === 'unavailable'
-        ? [`SQLite WAL writes are not coalesced (two system calls per page): ${this.walCoalescing.reason}`]
-        : []
+  constructor(options: SqliteOptions) {
     this.db = openSqliteDatabase(options)
     const db = this.db
-    this.snapshot = new DurableSnapshot(db, () => this.writer.othersVersion())
-    this.writer = new GroupCommitWriter(options, this.snapshot, syncFile)
+    let files: StoreFiles | undefined
+    try {
+      // Reading the schema makes SQLite create the WAL and the shared memory if they do not exist yet.
+      db.prepare('SELECT count(*) FROM sqlite_schema').get()
+      files = new StoreFiles(options.path)
+      this.writer = new GroupCommitWriter(options, files, (error) => this.brokeDown(error))
+    } catch (error) {
+      db.close()
+      files?.close()
+      throw error
+    }
+    this.files = files
     const exact = (sql: string) => db.prepare(sql).safeIntegers(true)
     this.statements = {
       plantJson: db.prepare(`SELECT ${PLANT_JSON} FROM plants WHERE id = ?`).pluck(),
@@ -102,9 +104,19 @@ export class SqliteStorage implements Storage {
     }
   }
 
-  /** Counters of the writer: batches begun, committed and failed, their sizes, checkpoints. */
+  /** Counters of the writer: batches begun, committed and failed, their sizes. */
   stats(): WriterStats {
     return this.writer.stats()
+  }
+
+  onFatal(listener: (error: StoreUnavailableError) => void): void {
+    if (this.broken) listener(this.broken)
+    else this.brokenListeners.push(listener)
+  }
+
+  private brokeDown(error: StoreUnavailableError): void {
+    this.broken = error
+    for (const listener of this.brokenListeners.splice(0)) listener(error)
   }
 
   createPlant(plant: Plant, payload: string): Promise<CreateOutcome> {
@@ -258,13 +270,7 @@ export class SqliteStorage implements Storage {
     this.writer.check()
   }
 
-  /**
-   * Runs a read now or, while the read connection holds a snapshot from before another process's
-   * commit, once the writer's sync released it (`DurableSnapshot.ready`).
-   */
   private read<T>(run: () => T): Promise<T> {
-    const wait = this.snapshot.ready()
-    if (wait) return wait.then(run)
     try {
       return Promise.resolve(run())
     } catch (error) {
@@ -272,9 +278,14 @@ export class SqliteStorage implements Storage {
     }
   }
 
-  /** Finishes every write already accepted, closes the writer, then the read connection. */
+  /**
+   * Finishes every write already accepted, then closes SQLite's connections (the writer thread's,
+   * then the reader's) and only then this process's own descriptors on the store's files: closing any descriptor of a file drops the
+   * process's POSIX locks on it, which SQLite still relies on while a connection is open.
+   */
   async close(): Promise<void> {
     await this.writer.close()
     if (this.db.open) this.db.close()
+    this.files.close()
   }
 }

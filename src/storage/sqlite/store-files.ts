@@ -8,8 +8,23 @@ import fs from 'node:fs'
  * before it answers that each path still names the file this process opened: a link count of 0
  * (deleted) was not enough, since a file renamed away keeps its link and took 200s (another probe).
  */
+/** A store file as this process opened it: its path and the inode it named then. */
+export interface FileIdentity {
+  name: string
+  dev: number
+  ino: number
+}
+
+/** The first file no longer at its path, if any: what is committed from now on is lost. */
+export function firstMissing(files: readonly FileIdentity[]): string | undefined {
+  return files.find(({ name, dev, ino }) => {
+    const now = fs.statSync(name, { throwIfNoEntry: false })
+    return now === undefined || now.ino !== ino || now.dev !== dev
+  })?.name
+}
+
 export class StoreFiles {
-  private readonly files: { name: string; fd: number; dev: number; ino: number }[]
+  private readonly files: (FileIdentity & { fd: number })[]
 
   /** Opens them read-only, after refusing a store this process may read but not write. */
   constructor(databasePath: string) {
@@ -30,10 +45,11 @@ export class StoreFiles {
 
   /** The first file no longer at its path, if any: what is committed from now on is lost. */
   missing(): string | undefined {
-    return this.files.find(({ name, dev, ino }) => {
-      const now = fs.statSync(name, { throwIfNoEntry: false })
-      return now === undefined || now.ino !== ino || now.dev !== dev
-    })?.name
+    return firstMissing(this.files)
+  }
+
+  get identities(): FileIdentity[] {
+    return this.files.map(({ name, dev, ino }) => ({ name, dev, ino }))
   }
 
   close(): void {
