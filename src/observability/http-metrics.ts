@@ -53,7 +53,10 @@ export function metricsRoute(app: FastifyInstance): void {
     {
       schema: {
         operationId: 'metrics',
-        summary: 'Prometheus metrics of this process (docs/observability.md)',
+        tags: ['service'],
+        summary: 'Prometheus metrics of this process',
+        description:
+          'Request, store, webhook, authentication and Node process metrics in the Prometheus text format; needs no token. Off with METRICS=false; served on METRICS_PORT instead when that is set.',
         security: [],
         response: {
           200: {

@@ -109,6 +109,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Prometheus metrics of this process
+         * @description Request, store, webhook, authentication and Node process metrics in the Prometheus text format; needs no token. Off with METRICS=false; served on METRICS_PORT instead when that is set.
+         */
+        get: operations["metrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     newPlant: {
@@ -464,7 +484,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Store unavailable; retry later */
+            /** @description Store unavailable; retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 if the first one happened). */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -694,7 +714,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Store unavailable; retry later */
+            /** @description Store unavailable; retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 if the first one happened). */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -878,7 +898,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Store unavailable; retry later */
+            /** @description Store unavailable; retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 if the first one happened). */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -1053,7 +1073,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Store unavailable; retry later */
+            /** @description Store unavailable; retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 if the first one happened). */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -1236,7 +1256,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Store unavailable; retry later */
+            /** @description Store unavailable; retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 if the first one happened). */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -1251,6 +1271,79 @@ export interface operations {
                      *       "error": 503,
                      *       "message": "the store is unavailable; retry later",
                      *       "code": "STORE_UNAVAILABLE"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    metrics: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Correlates the request with its log line and is echoed in the answer. A value that does not match the pattern is replaced by a generated UUID, not refused. */
+                "X-Request-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The Prometheus text exposition format, version 0.0.4 */
+            200: {
+                headers: {
+                    /** @description The request's X-Request-Id if it sent a plain one, else a generated UUID. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Bad request: malformed JSON, a field or parameter that breaks a rule, or a malformed query string */
+            400: {
+                headers: {
+                    /** @description The request's X-Request-Id if it sent a plain one, else a generated UUID. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 400,
+                     *       "message": "name must NOT have fewer than 1 characters",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "details": [
+                     *         {
+                     *           "field": "name",
+                     *           "rule": "must NOT have fewer than 1 characters"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An Expect header other than 100-continue */
+            417: {
+                headers: {
+                    /** @description The request's X-Request-Id if it sent a plain one, else a generated UUID. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 417,
+                     *       "message": "Expect header \"200-ok\" is not supported: only 100-continue is",
+                     *       "code": "EXPECTATION_FAILED",
+                     *       "details": [
+                     *         {
+                     *           "field": "Expect",
+                     *           "rule": "must be absent or 100-continue"
+                     *         }
+                     *       ]
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
