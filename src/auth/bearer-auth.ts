@@ -73,17 +73,38 @@ export function requireScope(verifier: TokenVerifier, scope: Scope) {
   }
 }
 
+/** A token68-like scheme name (RFC 9110 11.1); the scheme is whatever comes before the first SP/HTAB. */
+const SCHEME = /^[A-Za-z][\w.~+/-]*$/
+
+const isSpaceOrTab = (text: string, at: number) => text[at] === ' ' || text[at] === '\t'
+
+/**
+ * The parts of an Authorization value: the scheme, and what follows it with the SP/HTAB around it
+ * trimmed. Each character is looked at a bounded number of times, whatever runs of spaces it holds:
+ * a backtracking pattern here cost 150 ms of event loop per 16 KiB header.
+ */
+export function parseAuthorization(header: string): { scheme: string; rest: string } {
+  let start = 0
+  let end = header.length
+  while (start < end && isSpaceOrTab(header, start)) start++
+  while (end > start && isSpaceOrTab(header, end - 1)) end--
+  let schemeEnd = start
+  while (schemeEnd < end && !isSpaceOrTab(header, schemeEnd)) schemeEnd++
+  let restStart = schemeEnd
+  while (restStart < end && isSpaceOrTab(header, restStart)) restStart++
+  return { scheme: header.slice(start, schemeEnd), rest: header.slice(restStart, end) }
+}
+
 /** The token in an `Authorization: Bearer <token>` header; throws the 401 for anything else. */
 function presentedSecret(header: string | undefined): string {
   if (!header)
     throw unauthenticated('Authorization header is required: send "Authorization: Bearer <token>"', REALM)
   // Only SP and HTAB separate the scheme from the token (RFC 9110 11.4); JavaScript's \s also
   // took U+00A0 and other spaces, so `Bearer\xA0<token>` was accepted.
-  const match = /^[ \t]*([A-Za-z][A-Za-z0-9._~+/-]*)(?:[ \t]+(.*?))?[ \t]*$/.exec(header)
-  if (match?.[1]?.toLowerCase() !== 'bearer') {
+  const { scheme, rest: secret } = parseAuthorization(header)
+  if (!SCHEME.test(scheme) || scheme.toLowerCase() !== 'bearer') {
     throw unauthenticated('Authorization header must use the Bearer scheme', REALM)
   }
-  const secret = match[2]
   // No token at all is answered like no header (RFC 6750 3.1: no error code when none was sent).
   if (!secret) throw unauthenticated('Authorization header must carry a token after "Bearer"', REALM)
   if (/\s/.test(secret)) {
