@@ -38,6 +38,16 @@ export const errorCatalog = {
     description:
       'The Content-Type is missing or is not application/json, or the body has a Content-Encoding.',
   },
+  TOO_MANY_REQUESTS: {
+    status: 429,
+    description:
+      'Too many failed authentications from this address (AUTH_FAILURE_LIMIT), or too many requests with this token (TOKEN_RATE_LIMIT); retry after the Retry-After delay.',
+  },
+  OVERLOADED: {
+    status: 503,
+    description:
+      'The service sheds load: its event loop lags or its heap is nearly full; retry after the Retry-After delay.',
+  },
   STORE_UNAVAILABLE: {
     status: 503,
     description: 'The database cannot be reached; retry after the Retry-After delay.',

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
+import type { AuthLimits } from '../http/rate-limits.js'
 import type { Scope } from './token-format.js'
 import type { TokenVerifier, Verification } from './token-verifier.js'
 
@@ -44,32 +45,44 @@ const reasons = {
  * never reaches parsing or validation. The scheme name is matched case-insensitively. It takes a
  * callback instead of being async so that a token found in the verifier's cache costs no promise.
  */
-export function requireScope(verifier: TokenVerifier, scope: Scope) {
-  const decide = (verification: Verification): ApiError | undefined => {
-    if (!verification.ok) {
-      const reason = reasons[verification.reason]
-      return unauthenticated(reason, challenge('invalid_token', reason))
-    }
-    if (verification.token.scopes.includes(scope)) return undefined
-    return new ApiError('INSUFFICIENT_SCOPE', `token lacks the scope "${scope}" this operation needs`, {
-      headers: { 'www-authenticate': challenge('insufficient_scope', `requires ${scope}`, scope) },
-    })
-  }
+export function requireScope(verifier: TokenVerifier, scope: Scope, limits?: AuthLimits) {
   return function bearerAuth(
     request: FastifyRequest,
     _reply: FastifyReply,
     done: (error?: Error) => void,
   ): void {
+    // A failure past the address's limit is a 429 instead of its 401 (http/rate-limits.ts). A
+    // valid token is never refused for its address's failures: clients behind one NAT with an
+    // attacker keep working, and a 256-bit token cannot be guessed in any number of tries.
+    const fail = (error: ApiError) => {
+      if (!limits) return done(error)
+      limits.failed(request).then((refusal) => done(refusal ?? error), done)
+    }
+    const decide = (verification: Verification): void => {
+      if (!verification.ok) {
+        const reason = reasons[verification.reason]
+        return fail(unauthenticated(reason, challenge('invalid_token', reason)))
+      }
+      if (!verification.token.scopes.includes(scope)) {
+        return done(
+          new ApiError('INSUFFICIENT_SCOPE', `token lacks the scope "${scope}" this operation needs`, {
+            headers: { 'www-authenticate': challenge('insufficient_scope', `requires ${scope}`, scope) },
+          }),
+        )
+      }
+      if (!limits?.used) return done()
+      limits.used(request, verification.token.id).then(done, done)
+    }
     if (Object.hasOwn(request.query as object, 'access_token')) return done(tokenInQuery())
     let secret: string
     try {
       secret = presentedSecret(request.headers.authorization)
     } catch (error) {
-      return done(error as Error)
+      return fail(error as ApiError)
     }
     const verification = verifier.verify(secret)
-    if (!(verification instanceof Promise)) return done(decide(verification))
-    verification.then((result) => done(decide(result)), done)
+    if (!(verification instanceof Promise)) return decide(verification)
+    verification.then(decide, done)
   }
 }
 
