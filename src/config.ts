@@ -69,7 +69,7 @@ export interface Config {
    * process's open-file limit less a tenth (at least 64) for the store, the pool and the logs.
    */
   maxConnections: number
-  /** `MAX_CONNECTIONS_PER_ADDRESS`, default 128, 0 for none: open connections one client address may hold. */
+  /** `MAX_CONNECTIONS_PER_ADDRESS`, default 256, 0 for none: open connections one client address may hold. */
   maxConnectionsPerAddress: number
   /** `AUTH_FAILURE_LIMIT`, default 100, 0 for none: failed authentications per address per window. */
   authFailureLimit: number
@@ -245,7 +245,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookWorker: bool(env, 'WEBHOOK_WORKER', true),
     trustProxy: trustProxy(env),
     maxConnections: int(env, 'MAX_CONNECTIONS', defaultMaxConnections(), 1, 10_000_000),
-    maxConnectionsPerAddress: int(env, 'MAX_CONNECTIONS_PER_ADDRESS', 128, 0, 10_000_000),
+    maxConnectionsPerAddress: int(env, 'MAX_CONNECTIONS_PER_ADDRESS', 256, 0, 10_000_000),
     authFailureLimit: int(env, 'AUTH_FAILURE_LIMIT', 100, 0, 10_000_000),
     authFailureWindowMs: int(env, 'AUTH_FAILURE_WINDOW_MS', 60_000, 1_000, 86_400_000),
     tokenRateLimit: int(env, 'TOKEN_RATE_LIMIT', 0, 0, 10_000_000),
