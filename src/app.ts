@@ -4,17 +4,22 @@ import type { Config } from './config.js'
 import { ApiError } from './errors.js'
 import { clientErrorHandler } from './http/client-errors.js'
 import { installClientAddress } from './http/client-address.js'
+import { limitConnections } from './http/connection-limits.js'
 import { answerConnect } from './http/connect.js'
 import { registerCors } from './http/cors.js'
 import { installErrorHandler, sendError } from './http/error-handler.js'
 import { closeConnectionsWhileDraining } from './http/drain.js'
 import { installExpectHandling } from './http/expect-header.js'
+import { MAX_HEADER_LINES } from './http/header-block.js'
 import { requireHost } from './http/host-header.js'
 import { registerJsonBodyParser } from './http/json-body.js'
 import { lazyRequestLogger } from './http/lazy-request-logger.js'
+import { installLingeringClose } from './http/lingering-close.js'
+import { registerLoadShedding } from './http/load-shedding.js'
 import { refuseUnsupportedFraming } from './http/message-framing.js'
 import { handlePipelinedRequestsInOrder } from './http/pipelining.js'
 import { badPathEncoding, badQueryEncoding } from './http/query-encoding.js'
+import { registerRateLimits } from './http/rate-limits.js'
 import { installRequestLogging, logRequestLine, requestIdFrom } from './http/request-logging.js'
 import { installSecurityHeaders } from './http/security-headers.js'
 import { dedupedSerializers } from './http/serializers.js'
@@ -110,6 +115,9 @@ export async function buildApp(
   ;(app.server as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true
   installClientAddress(app, config.trustProxy)
   installSecurityHeaders(app)
+  // Unset, Node keeps only the first 1,000 or so header lines, not the 2,000 it documents;
+  // http/header-block.ts refuses a request that reaches the cap, whose later lines it never sees.
+  app.server.maxHeadersCount = MAX_HEADER_LINES
   if (options.draining) closeConnectionsWhileDraining(app, options.draining)
   handlePipelinedRequestsInOrder(app)
   routeEveryHttpMethod(app)
@@ -121,6 +129,13 @@ export async function buildApp(
   const servesMetrics = config.metrics && config.metricsPort === undefined
   if (config.metrics) installHttpMetrics(app, storage)
   activeTracing()?.instrument(app)
+  limitConnections(app, {
+    max: config.maxConnections,
+    perAddress: config.maxConnectionsPerAddress,
+    trustProxy: config.trustProxy,
+  })
+  await registerLoadShedding(app, config)
+  installLingeringClose(app, { ms: config.lingerMs, bytes: config.lingerBytes })
   app.addHook('onRequest', refuseUnsupportedFraming)
   app.addHook('onRequest', requireHost)
   installExpectHandling(app)
@@ -141,7 +156,7 @@ export async function buildApp(
   await registerOpenApi(app)
   await docsRoutes(app)
   const verifier = new TokenVerifier(storage, config.tokenCacheMs)
-  plantRoutes(app, storage, verifier)
+  plantRoutes(app, storage, verifier, await registerRateLimits(app, config))
   // `/plants/` would be `/plants/{id}` with an empty id: a POST to it was a 405 that sent the
   // client to GET and DELETE. Like `/plants/1/`, it is a path the API does not have.
   app.route({

@@ -1,5 +1,7 @@
 import { isIP } from 'node:net'
 import path from 'node:path'
+import { getHeapStatistics } from 'node:v8'
+import { defaultMaxConnections } from './http/connection-limits.js'
 
 /**
  * Every setting the service reads from the environment, with its default and the rule it must
@@ -77,6 +79,26 @@ export interface Config {
    * other `OTEL_*` variable itself.
    */
   tracing: boolean
+  /**
+   * `MAX_CONNECTIONS`: open connections past which Node closes new ones at once. Default: the
+   * process's open-file limit less a tenth (at least 64) for the store, the pool and the logs.
+   */
+  maxConnections: number
+  /** `MAX_CONNECTIONS_PER_ADDRESS`, default 256, 0 for none: open connections one client address may hold. */
+  maxConnectionsPerAddress: number
+  /** `AUTH_FAILURE_LIMIT`, default 100, 0 for none: failed authentications per address per window. */
+  authFailureLimit: number
+  authFailureWindowMs: number
+  /** `TOKEN_RATE_LIMIT`, default 0 (none): requests one token may make per window. */
+  tokenRateLimit: number
+  tokenRateWindowMs: number
+  /** `LOAD_SHED_EVENT_LOOP_DELAY_MS`, default 1000, 0 for none: mean event-loop delay past which requests get 503. */
+  loadShedEventLoopDelayMs: number
+  /** `LOAD_SHED_HEAP_MB`: heap in use past which requests get 503; default 90% of V8's heap limit. */
+  loadShedHeapMb: number
+  /** `LINGER_MS` and `LINGER_BYTES`: how long and how much of an answered request's unread body is discarded. */
+  lingerMs: number
+  lingerBytes: number
 }
 
 export class ConfigError extends Error {
@@ -254,6 +276,9 @@ function metricsPort(env: Env, port: number): number | undefined {
   return value
 }
 
+/** Shedding begins at 90% of the heap V8 may grow to, before an out-of-memory crash would. */
+const defaultHeapMb = () => Math.floor((getHeapStatistics().heap_size_limit * 0.9) / (1024 * 1024))
+
 /**
  * Reads and checks the environment; throws a ConfigError naming the first bad variable.
  * `terminal` (whether stdout is one) only picks LOG_FORMAT's default.
@@ -292,6 +317,16 @@ export function loadConfig(env: Env = process.env, terminal = process.stdout.isT
     metricsPort: undefined,
     logFormat: oneOf(env, 'LOG_FORMAT', terminal ? 'pretty' : 'json', ['json', 'pretty']),
     tracing: tracing(env),
+    maxConnections: int(env, 'MAX_CONNECTIONS', defaultMaxConnections(), 1, 10_000_000),
+    maxConnectionsPerAddress: int(env, 'MAX_CONNECTIONS_PER_ADDRESS', 256, 0, 10_000_000),
+    authFailureLimit: int(env, 'AUTH_FAILURE_LIMIT', 100, 0, 10_000_000),
+    authFailureWindowMs: int(env, 'AUTH_FAILURE_WINDOW_MS', 60_000, 1_000, 86_400_000),
+    tokenRateLimit: int(env, 'TOKEN_RATE_LIMIT', 0, 0, 10_000_000),
+    tokenRateWindowMs: int(env, 'TOKEN_RATE_WINDOW_MS', 60_000, 1_000, 86_400_000),
+    loadShedEventLoopDelayMs: int(env, 'LOAD_SHED_EVENT_LOOP_DELAY_MS', 1_000, 0, 600_000),
+    loadShedHeapMb: int(env, 'LOAD_SHED_HEAP_MB', defaultHeapMb(), 0, 1_000_000),
+    lingerMs: int(env, 'LINGER_MS', 2_000, 1, 600_000),
+    lingerBytes: bytes(env, 'LINGER_BYTES', 1024 * 1024),
   }
   config.metricsPort = config.metrics ? metricsPort(env, config.port) : undefined
   // Node enforces a request timeout only when it is at least the headers timeout (its own rule,

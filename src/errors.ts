@@ -38,6 +38,16 @@ export const errorCatalog = {
     description:
       'The Content-Type is missing or is not application/json, or the body has a Content-Encoding.',
   },
+  TOO_MANY_REQUESTS: {
+    status: 429,
+    description:
+      'Too many failed authentications from this address (AUTH_FAILURE_LIMIT), or too many requests with this token (TOKEN_RATE_LIMIT); retry after the Retry-After delay.',
+  },
+  OVERLOADED: {
+    status: 503,
+    description:
+      'The service sheds load: its event loop lags or its heap is nearly full; retry after the Retry-After delay.',
+  },
   STORE_UNAVAILABLE: {
     status: 503,
     description: 'The database cannot be reached; retry after the Retry-After delay.',
@@ -47,7 +57,7 @@ export const errorCatalog = {
   BAD_HTTP_REQUEST: {
     status: 400,
     description:
-      'The request is not valid HTTP/1.1 (an unknown method, a malformed header, conflicting framing); sent before any route runs.',
+      'The request is not valid HTTP/1.1 (an unknown method, a malformed header, conflicting framing, Transfer-Encoding in HTTP/1.0); the connection is closed.',
   },
   REQUEST_TIMEOUT: {
     status: 408,
@@ -61,7 +71,8 @@ export const errorCatalog = {
   },
   HEADERS_TOO_LARGE: {
     status: 431,
-    description: 'The request line and headers are larger than 16 KiB; sent before any route runs.',
+    description:
+      'The request line and headers are larger than 16 KiB as written, or have 2,000 lines or more; the connection is closed.',
   },
   // Answered by connect.ts on the raw socket, then the connection is closed; a CONNECT to a known
   // path is a METHOD_NOT_ALLOWED like any other method.

@@ -23,7 +23,15 @@ export function routeOf(pathname: string): string {
 }
 
 /** Response headers a client acts on, which the document must declare wherever they are sent. */
-const DECLARED_HEADERS = ['www-authenticate', 'retry-after', 'link', 'x-request-id']
+const DECLARED_HEADERS = [
+  'www-authenticate',
+  'retry-after',
+  'ratelimit-limit',
+  'ratelimit-remaining',
+  'ratelimit-reset',
+  'link',
+  'x-request-id',
+]
 
 /**
  * Every response a test sees is recorded (method, route, status, and which DECLARED_HEADERS it

@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify'
 import { type ErrorCode, errorCatalog } from '../errors.js'
 import { isLevelEnabled } from './lazy-request-logger.js'
 import { securityHeaders } from './security-headers.js'
+import { stopLingering } from './lingering-close.js'
 
 type ParserError = Error & { code?: string; reason?: string; rawPacket?: unknown }
 
@@ -66,6 +67,9 @@ function describe(error: ParserError): { code: ErrorCode; message: string } {
 export function clientErrorHandler(this: FastifyInstance, error: ParserError, socket: Duplex): void {
   // A reset connection has nobody left to answer.
   if (error.code === 'ECONNRESET' || socket.destroyed) return
+  // An answer already went out before the body the parser now refuses (lingering-close.ts): one
+  // request gets one answer, and the connection is closing.
+  if (stopLingering(socket)) return
   const connection = socket as HttpSocket
   // More bytes on a connection already refused meet the same broken parser again.
   if (connection[refusing]) return

@@ -20,10 +20,7 @@ function decodeSegment(segment: string): string | undefined {
  */
 function knownPathOf(known: readonly KnownPath[], target: string): KnownPath | undefined {
   if (!target.startsWith('/')) return undefined
-  const segments = target
-    .replace(/[?#].*$/s, '')
-    .split('/')
-    .map(decodeSegment)
+  const segments = (target.split(/[?#]/, 1)[0] ?? '').split('/').map(decodeSegment)
   return known.find((path) => {
     const pattern = path.url.split('/')
     return (

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
+import { headerBlockRefusal } from './header-block.js'
 
 /** After either refusal the rest of what the client sends cannot be trusted to be framed as ours. */
 const CLOSE = { connection: 'close' }
@@ -8,8 +9,10 @@ const CLOSE = { connection: 'close' }
  * An onRequest hook for what Node's parser lets through but cannot honour. A request line naming
  * HTTP/2.0 or HTTP/0.9 was served as HTTP/1.1; it is a 505 (RFC 9110 15.6.6). A Transfer-Encoding
  * other than `chunked` alone (`gzip, chunked`, `x-custom, chunked`) was read as plain chunked and
- * its body stored as sent, codings unapplied; it is a 501 (RFC 9112 6.1). Both close the
- * connection.
+ * its body stored as sent, codings unapplied; it is a 501 (RFC 9112 6.1). An HTTP/1.0 request
+ * with any Transfer-Encoding is a 400 (RFC 9112 6.1: the framing is faulty); one was decoded as
+ * chunked and the connection kept for the next request. A header block Node's limits do not see
+ * whole is a 431 (header-block.ts). All of them close the connection.
  */
 export function refuseUnsupportedFraming(
   request: FastifyRequest,
@@ -30,7 +33,19 @@ export function refuseUnsupportedFraming(
       ),
     )
   }
+  const headerBlock = headerBlockRefusal(request.raw)
+  if (headerBlock) return done(headerBlock)
   const coding = request.headers['transfer-encoding']
+  if (coding !== undefined && request.raw.httpVersionMinor === 0) {
+    const rule = 'must be absent in HTTP/1.0'
+    return done(
+      new ApiError(
+        'BAD_HTTP_REQUEST',
+        `Transfer-Encoding is not allowed in an HTTP/1.0 request: it ${rule}; the connection is closed`,
+        { headers: CLOSE, details: [{ field: 'Transfer-Encoding', rule }] },
+      ),
+    )
+  }
   if (coding !== undefined && coding.trim().toLowerCase() !== 'chunked') {
     const rule = 'must be absent or chunked'
     return done(

@@ -34,7 +34,7 @@ Decisions where the seed description says "not shown":
 - **Errors**: \`error\` holds the HTTP status; \`message\` names the field and the rule; \`code\` is a stable
   catalog code (${Object.keys(errorCatalog).join(', ')}); \`details\` lists each field at fault.
   A 500 carries no internals (its request id is in the log line).
-  Statuses beyond the seed's 400: 401, 403, 404, 405, 409, 413, 415, 417, 500, 503; and, before any route
+  Statuses beyond the seed's 400: 401, 403, 404, 405, 409, 413, 415, 417, 429 (rate limits, docs/limits.md), 500, 503; and, before any route
   and followed by closing the connection, 408 (headers or body too slow), 414 (a request line over 16 KiB),
   431 (request line and headers over 16 KiB together), 501 (a CONNECT to anything but a known path, where it is a 405: the service is no proxy;
   or a Transfer-Encoding other than chunked alone) and 505 (a request line naming an HTTP version other than 1.1 or 1.0).

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { requireScope } from '../auth/bearer-auth.js'
+import type { AuthLimits } from '../http/rate-limits.js'
 import type { TokenVerifier } from '../auth/token-verifier.js'
 import { ApiError } from '../errors.js'
 import { sendContinue } from '../http/expect-header.js'
@@ -74,9 +75,14 @@ function requestOrigin(request: FastifyRequest): string {
     : ''
 }
 
-export function plantRoutes(app: FastifyInstance, storage: Storage, verifier: TokenVerifier): void {
-  const canRead = requireScope(verifier, 'plants:read')
-  const canWrite = requireScope(verifier, 'plants:write')
+export function plantRoutes(
+  app: FastifyInstance,
+  storage: Storage,
+  verifier: TokenVerifier,
+  limits?: AuthLimits,
+): void {
+  const canRead = requireScope(verifier, 'plants:read', limits)
+  const canWrite = requireScope(verifier, 'plants:write', limits)
 
   app.post<{ Body: NewPlantBody }>(
     '/plants',

@@ -36,9 +36,10 @@ const statusText: Record<number, string> = {
   413: 'Body larger than the configured limit',
   415: 'Content-Type is not application/json',
   417: 'An Expect header other than 100-continue',
+  429: 'Too many failed authentications from this address, or too many requests with this token',
   500: 'Unexpected server error',
   503:
-    'Store unavailable; retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or ' +
+    'Store unavailable, or the service sheds load (OVERLOADED); retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or ' +
     'may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 ' +
     'if the first one happened).',
 }
@@ -83,6 +84,11 @@ export const errorExamples: Record<number, Record<string, unknown>> = {
     code: 'EXPECTATION_FAILED',
     ...rule('Expect', 'must be absent or 100-continue'),
   },
+  429: {
+    error: 429,
+    message: 'more than 100 failed authentications from this address in 60 s; retry after 42 s',
+    code: 'TOO_MANY_REQUESTS',
+  },
   500: { error: 500, message: 'internal server error', code: 'INTERNAL' },
   503: { error: 503, message: 'the store is unavailable; retry later', code: 'STORE_UNAVAILABLE' },
 }
@@ -90,6 +96,21 @@ export const errorExamples: Record<number, Record<string, unknown>> = {
 /** Every 503 carries it (error-handler.ts, health.ts). */
 const retryAfter = {
   'Retry-After': { type: 'integer', minimum: 1, description: 'Seconds to wait before retrying.' },
+}
+
+/**
+ * Every 429 carries these (http/rate-limits.ts), as draft-ietf-httpapi-ratelimit-headers names
+ * them. The limits are per instance: behind a load balancer each instance counts on its own.
+ */
+const rateLimited = {
+  ...retryAfter,
+  'RateLimit-Limit': {
+    type: 'integer',
+    minimum: 1,
+    description: 'Requests (or failures) allowed per window.',
+  },
+  'RateLimit-Remaining': { type: 'integer', minimum: 0, description: 'What is left of them: 0.' },
+  'RateLimit-Reset': { type: 'integer', minimum: 1, description: 'Seconds until the window resets.' },
 }
 
 /** Every 401 and 403 carries the RFC 6750 challenge (auth/bearer-auth.ts). */
@@ -123,9 +144,12 @@ const ANY_ROUTE = [400, 417]
  */
 export function errorResponses(...statuses: number[]): Record<number, unknown> {
   const responses: Record<number, unknown> = {}
-  for (const status of [...new Set([...statuses, ...ANY_ROUTE])].sort((a, b) => a - b)) {
+  // Where a token is checked, failures and requests per token are rate limited.
+  const limited = statuses.includes(401) ? [429] : []
+  for (const status of [...new Set([...statuses, ...limited, ...ANY_ROUTE])].sort((a, b) => a - b)) {
     responses[status] = { $ref: 'Error', description: statusText[status] ?? 'Error' }
     if (status === 503) (responses[status] as Record<string, unknown>).headers = retryAfter
+    if (status === 429) (responses[status] as Record<string, unknown>).headers = rateLimited
     if (status === 401 || status === 403) (responses[status] as Record<string, unknown>).headers = challenge
     // Where a token is needed, one sent in the query is a 400 with an invalid_request challenge.
     if (status === 400 && statuses.includes(401))

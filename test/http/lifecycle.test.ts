@@ -473,7 +473,7 @@ describe('configuration', () => {
       const result = await runCli(['serve'], env)
       assert.equal(result.code, 1, result.stderr)
       assert.match(result.stderr, new RegExp(name))
-      assert.doesNotMatch(result.stderr, /\n\s+at /, 'no stack trace')
+      assert.doesNotMatch(result.stderr, /\n[ \t]+at /, 'no stack trace')
     })
   }
 

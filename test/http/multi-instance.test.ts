@@ -209,7 +209,10 @@ if (
           `instance ${instance} accepted a request sent > 1 s after revoking`,
         )
         assert.ok(
-          mine.filter((s) => s.startedMs > first401.startedMs).every((s) => s.status === 401),
+          // After a hundred 401s from one address in a minute, failures are 429s (docs/limits.md).
+          mine
+            .filter((s) => s.startedMs > first401.startedMs)
+            .every((s) => s.status === 401 || s.status === 429),
           `instance ${instance} accepted the token again after refusing it`,
         )
       }

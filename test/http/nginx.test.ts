@@ -268,6 +268,19 @@ if (
             /empty URI in redirect/,
           )
 
+          // The access log has the path, never the query string (which could carry a secret).
+          const accessLog = readFileSync(path.join(dir, 'access.log'), 'utf8')
+          assert.match(accessLog, /"GET \/plants HTTP\/1\.1" 200 /)
+          assert.doesNotMatch(accessLog, /limit=1/)
+          // limit_req and limit_conn: a burst from one address past them is refused 429, in the
+          // Error shape (global fetch: these are nginx's answers, not the API's).
+          const burst = await Promise.all(Array.from({ length: 300 }, () => fetch(`${url}/healthz`)))
+          const refusedBurst = burst.filter((answer) => answer.status === 429)
+          const [firstRefused] = refusedBurst
+          assert.ok(firstRefused, 'some of a 300-request burst are refused')
+          assert.equal(((await firstRefused.json()) as { error: number }).error, 429)
+          assert.equal(firstRefused.headers.get('retry-after'), '1')
+
           const pids = [2, 3].map((n) => Number(readFileSync(path.join(dir, `instance-${n}.pid`), 'utf8')))
           const nginxPid = Number(readFileSync(path.join(dir, 'nginx/nginx.pid'), 'utf8'))
           demo.child.kill('SIGTERM')

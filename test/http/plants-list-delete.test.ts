@@ -6,7 +6,7 @@ import { rawRequest, request } from '../http-client.js'
 
 /** The rel="next" target of a GitHub-style Link header, or undefined on the last page. */
 function nextUrl(link: string | null): string | undefined {
-  return link ? /<([^>]+)>;\s*rel="next"/.exec(link)?.[1] : undefined
+  return link ? /<([^<>]+)>;\s*rel="next"/.exec(link)?.[1] : undefined
 }
 
 for (const store of testStores()) {

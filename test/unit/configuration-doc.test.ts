@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
+import { SERVE_ENV } from '../../src/cli/env-help.js'
 import { loadConfig } from '../../src/config.js'
 
 // dist/test/unit -> the repository, where the sources and docs are.
@@ -72,6 +73,11 @@ describe('docs/configuration.md', () => {
       { missing: [], extra: [] },
       'missing: read by src/config.ts but not in a "| Variable | Default | Meaning |" table of docs/configuration.md; extra: in the table but not read',
     )
+  })
+
+  it('and `serve --help` describes the same variables', () => {
+    const inConfig = [...new Set([...source, ...read])].sort()
+    assert.deepEqual([...SERVE_ENV].sort(), inConfig)
   })
 
   it('lists each variable once', () => {

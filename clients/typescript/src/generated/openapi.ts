@@ -227,7 +227,7 @@ export interface components {
              * @description Stable machine-readable code from the error catalog.
              * @enum {string}
              */
-            code?: "VALIDATION_FAILED" | "MALFORMED_JSON" | "UNAUTHENTICATED" | "INSUFFICIENT_SCOPE" | "NOT_FOUND" | "ROUTE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PLANT_CONFLICT" | "EXPECTATION_FAILED" | "BODY_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "STORE_UNAVAILABLE" | "INTERNAL" | "BAD_HTTP_REQUEST" | "REQUEST_TIMEOUT" | "URI_TOO_LONG" | "HEADERS_TOO_LARGE" | "METHOD_NOT_IMPLEMENTED" | "UNSUPPORTED_TRANSFER_CODING" | "HTTP_VERSION_NOT_SUPPORTED";
+            code?: "VALIDATION_FAILED" | "MALFORMED_JSON" | "UNAUTHENTICATED" | "INSUFFICIENT_SCOPE" | "NOT_FOUND" | "ROUTE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PLANT_CONFLICT" | "EXPECTATION_FAILED" | "BODY_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "TOO_MANY_REQUESTS" | "OVERLOADED" | "STORE_UNAVAILABLE" | "INTERNAL" | "BAD_HTTP_REQUEST" | "REQUEST_TIMEOUT" | "URI_TOO_LONG" | "HEADERS_TOO_LARGE" | "METHOD_NOT_IMPLEMENTED" | "UNSUPPORTED_TRANSFER_CODING" | "HTTP_VERSION_NOT_SUPPORTED";
             details?: {
                 /** @description The field, parameter or header at fault. */
                 field: string;
@@ -466,6 +466,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many failed authentications from this address, or too many requests with this token */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description Requests (or failures) allowed per window. */
+                    "RateLimit-Limit"?: number;
+                    /** @description What is left of them: 0. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's X-Request-Id if it sent a plain one, else a generated UUID. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 429,
+                     *       "message": "more than 100 failed authentications from this address in 60 s; retry after 42 s",
+                     *       "code": "TOO_MANY_REQUESTS"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unexpected server error */
             500: {
                 headers: {
@@ -484,7 +510,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Store unavailable; retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 if the first one happened). */
+            /** @description Store unavailable, or the service sheds load (OVERLOADED); retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 if the first one happened). */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -696,6 +722,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many failed authentications from this address, or too many requests with this token */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description Requests (or failures) allowed per window. */
+                    "RateLimit-Limit"?: number;
+                    /** @description What is left of them: 0. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's X-Request-Id if it sent a plain one, else a generated UUID. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 429,
+                     *       "message": "more than 100 failed authentications from this address in 60 s; retry after 42 s",
+                     *       "code": "TOO_MANY_REQUESTS"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unexpected server error */
             500: {
                 headers: {
@@ -714,7 +766,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Store unavailable; retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 if the first one happened). */
+            /** @description Store unavailable, or the service sheds load (OVERLOADED); retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 if the first one happened). */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -880,6 +932,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many failed authentications from this address, or too many requests with this token */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description Requests (or failures) allowed per window. */
+                    "RateLimit-Limit"?: number;
+                    /** @description What is left of them: 0. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's X-Request-Id if it sent a plain one, else a generated UUID. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 429,
+                     *       "message": "more than 100 failed authentications from this address in 60 s; retry after 42 s",
+                     *       "code": "TOO_MANY_REQUESTS"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unexpected server error */
             500: {
                 headers: {
@@ -898,7 +976,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Store unavailable; retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 if the first one happened). */
+            /** @description Store unavailable, or the service sheds load (OVERLOADED); retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 if the first one happened). */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -1055,6 +1133,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many failed authentications from this address, or too many requests with this token */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description Requests (or failures) allowed per window. */
+                    "RateLimit-Limit"?: number;
+                    /** @description What is left of them: 0. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's X-Request-Id if it sent a plain one, else a generated UUID. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 429,
+                     *       "message": "more than 100 failed authentications from this address in 60 s; retry after 42 s",
+                     *       "code": "TOO_MANY_REQUESTS"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unexpected server error */
             500: {
                 headers: {
@@ -1073,7 +1177,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Store unavailable; retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 if the first one happened). */
+            /** @description Store unavailable, or the service sheds load (OVERLOADED); retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 if the first one happened). */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -1256,7 +1360,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Store unavailable; retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 if the first one happened). */
+            /** @description Store unavailable, or the service sheds load (OVERLOADED); retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 if the first one happened). */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */

@@ -1,0 +1,67 @@
+import rateLimit, { normalizeIP } from '@fastify/rate-limit'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { Config } from '../config.js'
+import { ApiError } from '../errors.js'
+import { noteRefusal, type RefusalKind } from './refusals.js'
+
+/**
+ * What authentication asks of the rate limits (auth/bearer-auth.ts). Each resolves to the 429 to
+ * send instead of the usual answer, or undefined.
+ */
+export interface AuthLimits {
+  /** Counts a failed authentication against the client's address. */
+  failed(request: FastifyRequest): Promise<ApiError | undefined>
+  /** Counts a request against its token; undefined when requests per token are not limited. */
+  used: ((request: FastifyRequest) => Promise<ApiError | undefined>) | undefined
+}
+
+/**
+ * Registers @fastify/rate-limit with no limit of its own on any route, and builds the two limits
+ * authentication applies: failed authentications per client address (the address Fastify gives,
+ * proxy-aware with TRUST_PROXY; IPv6 by /64), and, when configured, requests per token. Counters
+ * live in this process: with several instances each counts on its own.
+ */
+export async function registerRateLimits(app: FastifyInstance, config: Config): Promise<AuthLimits> {
+  await app.register(rateLimit, { global: false })
+  const limit = (
+    kind: RefusalKind,
+    max: number,
+    timeWindow: number,
+    keyGenerator: (request: FastifyRequest) => string,
+    what: string,
+  ) => {
+    const check = app.createRateLimit({ max, timeWindow, keyGenerator })
+    return async (request: FastifyRequest) => {
+      const state = await check(request)
+      if (state.isAllowed || !state.isExceeded) return undefined
+      noteRefusal(kind)
+      const seconds = String(Math.max(1, state.ttlInSeconds))
+      return new ApiError('TOO_MANY_REQUESTS', `${what}; retry after ${seconds} s`, {
+        headers: {
+          'retry-after': seconds,
+          'ratelimit-limit': String(state.max),
+          'ratelimit-remaining': '0',
+          'ratelimit-reset': seconds,
+        },
+      })
+    }
+  }
+  const failures = limit(
+    'auth-failures',
+    config.authFailureLimit,
+    config.authFailureWindowMs,
+    (request) => `auth-failures ${normalizeIP(request.ip)}`,
+    `more than ${config.authFailureLimit} failed authentications from this address in ${config.authFailureWindowMs / 1000} s`,
+  )
+  const perToken = limit(
+    'token-rate',
+    config.tokenRateLimit,
+    config.tokenRateWindowMs,
+    (request) => `token ${request.tokenId}`,
+    `more than ${config.tokenRateLimit} requests with this token in ${config.tokenRateWindowMs / 1000} s`,
+  )
+  return {
+    failed: async (request) => (config.authFailureLimit === 0 ? undefined : failures(request)),
+    used: config.tokenRateLimit === 0 ? undefined : perToken,
+  }
+}
