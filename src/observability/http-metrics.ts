@@ -61,7 +61,15 @@ export function metricsRoute(app: FastifyInstance): void {
         response: {
           200: {
             description: 'The Prometheus text exposition format, version 0.0.4',
-            content: { 'text/plain': { schema: { type: 'string' } } },
+            content: {
+              'text/plain': {
+                schema: { type: 'string' },
+                example:
+                  '# HELP plant_store_http_requests_total HTTP requests answered, by route pattern, method and status\n' +
+                  '# TYPE plant_store_http_requests_total counter\n' +
+                  'plant_store_http_requests_total{route="/plants",method="POST",status="200"} 3\n',
+              },
+            },
           },
           ...errorResponses(),
         },

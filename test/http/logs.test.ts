@@ -10,7 +10,8 @@ const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal']
 const jsonLines = (output: string) =>
   output
     .split('\n')
-    .filter(Boolean)
+    // stderr's plain notices (a new store) sit beside stdout's JSON lines in the output.
+    .filter((line) => line.startsWith('{'))
     .map((line) => JSON.parse(line) as Record<string, unknown>)
 
 describe('logs', () => {

@@ -42,7 +42,7 @@ describe('writes when the disk fails a sync (sqlite)', () => {
       const fatal = failing
         .output()
         .split('\n')
-        .filter((line) => line.includes('"level":60'))
+        .filter((line) => line.includes('"level":"fatal"'))
       assert.equal(fatal.length, 1, failing.output())
       assert.match(fatal[0] as string, /the store takes no more writes: restart the service/)
 

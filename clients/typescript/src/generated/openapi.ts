@@ -1402,6 +1402,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example # HELP plant_store_http_requests_total HTTP requests answered, by route pattern, method and status
+                     *     # TYPE plant_store_http_requests_total counter
+                     *     plant_store_http_requests_total{route="/plants",method="POST",status="200"} 3
+                     */
                     "text/plain": string;
                 };
             };
