@@ -73,12 +73,10 @@ interface Slot {
  */
 export function runCluster(options: ClusterOptions): Promise<never> {
   const { workers, config } = options
-  // The workers accept from the shared socket themselves. Under Node's default round robin the
-  // primary accepts and hands each connection over; one handed to a worker as it died was never
-  // answered nor closed, held by the primary in CLOSE-WAIT until it exited (nodejs/node#3551 and
-  // kin; an audit saw one per kill -9), and during a drain it waited the whole drain for a reset.
-  // Accepted by the workers, a dying worker's connections are reset by the kernel at once, and
-  // those not yet accepted go to the others. NODE_CLUSTER_SCHED_POLICY=rr still chooses the other.
+  // The workers accept from the shared socket themselves. Under Node's round robin a connection
+  // handed to a worker as it dies is never answered nor closed (nodejs/node#3551); accepted by
+  // the workers, a dying worker's connections are reset by the kernel at once, and those not yet
+  // accepted go to the others. NODE_CLUSTER_SCHED_POLICY=rr still chooses the other.
   if (process.env.NODE_CLUSTER_SCHED_POLICY === undefined) cluster.schedulingPolicy = cluster.SCHED_NONE
   const restartDelayMs = options.restartDelayMs ?? 500
   const maxRestartDelayMs = options.maxRestartDelayMs ?? 30_000

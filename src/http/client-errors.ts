@@ -97,9 +97,8 @@ type HttpSocket = Duplex & { _httpMessage?: ServerResponse | null; [refusing]?: 
  * queued answer the socket in its own `finish` listener, which runs before this one.
  *
  * An answer whose request has not arrived whole is the broken request's own (a body that stopped
- * coming, ended by a FIN, or badly chunked): it will never finish, and waiting for it held the
- * connection for good, CLOSE-WAIT after the client left (an audit ran a server out of descriptors
- * this way). It is answered at once.
+ * coming, ended by a FIN, or badly chunked): it will never finish, and waiting for it would hold
+ * the connection in CLOSE-WAIT for good, one descriptor lost per client. It is answered at once.
  */
 function afterAnswersInProgress(socket: HttpSocket, then: () => void): void {
   const current = socket._httpMessage

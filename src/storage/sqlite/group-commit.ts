@@ -4,7 +4,7 @@
  * once inside COMMIT (`synchronous = FULL`; at `NORMAL` it syncs at checkpoints only). Every
  * request of a batch is answered after COMMIT returned, so after the sync; SQLite makes a commit
  * visible to readers, in any process, only after that sync. The thread keeps syncs and
- * checkpoints off the event loop: measured, that doubles creates a second (docs/durability.md).
+ * checkpoints off the event loop, which measures half as many creates again a second (docs/durability.md).
  */
 import { Worker } from 'node:worker_threads'
 import { StoreUnavailableError } from '../storage.js'
