@@ -22,7 +22,7 @@ function closesOn(log: string, store: string): Close[] {
   const open = new Map<string, Close>()
   const closes: Close[] = []
   for (const line of log.split('\n')) {
-    const opened = /openat\(AT_FDCWD, "([^"]+)", ([A-Z_|]+)[^)]*\) = (\d+)/.exec(line)
+    const opened = /openat\(AT_FDCWD, "([^"]+)", ([A-Z_|]+)(?:, 0\d*)?\) = (\d+)/.exec(line)
     if (opened && opened[1]?.startsWith(store)) {
       // The service's own descriptors are read-only (fs.openSync 'r'); SQLite opens read-write.
       open.set(opened[3] as string, {
