@@ -9,7 +9,7 @@ const redact = { paths: ['req.headers.authorization', 'headers.authorization'], 
 
 /**
  * The service's pino options (Fastify's `logger`). JSON lines carry an ISO time and the level's
- * name, and go to stdout through log-destination.ts, in one write per turn of the event loop. `pretty` is
+ * name, and go to stdout through log-destination.ts, gathered into few writes. `pretty` is
  * pino-pretty's text, for a terminal, loaded only then.
  */
 export async function loggerOptions(

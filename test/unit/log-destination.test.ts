@@ -15,9 +15,13 @@ async function until(done: () => boolean): Promise<void> {
 const line = (n: number) => `${JSON.stringify({ level: 30, msg: `line ${n}` })}\n`
 
 /** fs, except that the first `failures` asynchronous writes fail with `code`; counts every call. */
-function failingFirst(failures: number, code: string): LogIo & { calls: number; syncCalls: number } {
+function failingFirst(
+  failures: number,
+  code: string,
+): LogIo & { calls: number; completed: number; syncCalls: number } {
   const io = {
     calls: 0,
+    completed: 0,
     syncCalls: 0,
     write(
       fd: number,
@@ -27,7 +31,11 @@ function failingFirst(failures: number, code: string): LogIo & { calls: number; 
       io.calls++
       if (io.calls <= failures) {
         setImmediate(() => callback(Object.assign(new Error(code), { code }), 0))
-      } else fs.write(fd, data, callback)
+      } else
+        fs.write(fd, data, (error, written) => {
+          io.completed++
+          callback(error, written)
+        })
     },
     writeSync(fd: number, data: Buffer) {
       io.syncCalls++
@@ -50,8 +58,9 @@ describe('the log destination', () => {
       assert.deepEqual(reports, [], 'nothing to report while writes still fail')
       destination.write(line(2))
       destination.write(line(3))
-      await until(() => fs.readFileSync(file, 'utf8') === line(2) + line(3))
-      assert.equal(reports.length, 1)
+      // The report follows the write's completion, which follows the file's new text.
+      await until(() => reports.length === 1)
+      assert.equal(fs.readFileSync(file, 'utf8'), line(2) + line(3))
       const report = JSON.parse(reports[0] ?? '')
       assert.equal(report.dropped, 1)
       assert.match(report.msg, /^1 log lines could not be written to stdout \(ENOSPC\)$/)
@@ -71,13 +80,41 @@ describe('the log destination', () => {
     try {
       for (let n = 1; n <= 5; n++) destination.write(line(n))
       await until(() => destination.dropped === 5)
-      // Lines 6 and 7 wait for the end of the turn; the flush at exit writes (and loses) both.
+      // Lines 6 and 7 wait for the flush delay; the flush at exit writes (and loses) both.
       destination.write(line(6))
       destination.write(line(7))
       destination.flushSync()
       assert.equal(destination.dropped, 7, 'the five, and lines 6 and 7 from the flush')
       assert.equal(reports.length, 1)
       assert.equal(JSON.parse(reports[0] ?? '').dropped, 7)
+    } finally {
+      fs.closeSync(fd)
+    }
+  })
+
+  it('gathers the lines of its flush delay into one write, and writes 64 KiB at once', async () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'plant-store-log-')), 'out.log')
+    const fd = fs.openSync(file, 'w')
+    const io = failingFirst(0, 'unused')
+    const destination = new LogDestination(fd, io, () => {}, 50)
+    try {
+      for (let n = 1; n <= 20; n++) {
+        destination.write(line(n))
+        await new Promise((resolve) => setImmediate(resolve))
+      }
+      assert.equal(io.calls, 0, 'twenty turns later, still within the delay')
+      await until(() => io.calls === 1)
+      const twenty = Array.from({ length: 20 }, (_, i) => line(i + 1)).join('')
+      await until(() => io.completed === 1)
+      assert.equal(fs.readFileSync(file, 'utf8'), twenty)
+      const big = `${JSON.stringify({ msg: 'x'.repeat(64 * 1024) })}\n`
+      destination.write(big)
+      assert.equal(io.calls, 2, 'a full batch goes out in the same turn')
+      await until(() => io.completed === 2)
+      assert.equal(fs.readFileSync(file, 'utf8'), twenty + big)
+      destination.write(line(21))
+      await until(() => fs.readFileSync(file, 'utf8').endsWith(line(21)))
+      assert.equal(io.calls, 3)
     } finally {
       fs.closeSync(fd)
     }
