@@ -96,7 +96,7 @@ describe('the log destination', () => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'plant-store-log-')), 'out.log')
     const fd = fs.openSync(file, 'w')
     const io = failingFirst(0, 'unused')
-    const destination = new LogDestination(fd, io, () => {}, 50)
+    const destination = new LogDestination(fd, io, () => {}, 500)
     try {
       for (let n = 1; n <= 20; n++) {
         destination.write(line(n))
