@@ -10,10 +10,31 @@ const PREFIX = 'plant_store_'
 
 const seconds = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
-const requests = new client.Counter({
+type RequestLabel = 'route' | 'method' | 'status'
+
+/** One per (route, method, status) seen: its answered requests and their durations. */
+interface RequestTally {
+  labels: Record<RequestLabel, string>
+  answered: number
+  /** How many of `answered` the counter has been given. */
+  counted: number
+  seconds: client.Histogram.Internal<RequestLabel>
+}
+const requestTallies = new Map<string, RequestTally>()
+
+// prom-client's inc() hashes and validates the labels on every call, about 5,000 CPU instructions
+// per request; a plain count here reaches the counter once per scrape instead.
+new client.Counter({
   name: `${PREFIX}http_requests_total`,
   help: 'HTTP requests answered, by route pattern, method and status',
   labelNames: ['route', 'method', 'status'] as const,
+  collect() {
+    for (const tally of requestTallies.values()) {
+      if (tally.answered === tally.counted) continue
+      this.inc(tally.labels, tally.answered - tally.counted)
+      tally.counted = tally.answered
+    }
+  },
 })
 const requestSeconds = new client.Histogram({
   name: `${PREFIX}http_request_duration_seconds`,
@@ -125,24 +146,17 @@ export function collectProcessMetrics(): void {
   client.collectDefaultMetrics()
 }
 
-/** One entry per (route, method, status) seen: prom-client hashes the labels on every call otherwise. */
-type RequestLabel = 'route' | 'method' | 'status'
-const requestChildren = new Map<
-  string,
-  { count: client.Counter.Internal; seconds: client.Histogram.Internal<RequestLabel> }
->()
-
 /** Counts one answered request; `route` is the route pattern, never the raw URL. */
 export function countRequest(route: string, method: string, status: number, elapsedSeconds: number): void {
   const key = `${method} ${status} ${route}`
-  let child = requestChildren.get(key)
-  if (!child) {
+  let tally = requestTallies.get(key)
+  if (!tally) {
     const labels = { route, method, status: String(status) }
-    child = { count: requests.labels(labels), seconds: requestSeconds.labels(labels) }
-    requestChildren.set(key, child)
+    tally = { labels, answered: 0, counted: 0, seconds: requestSeconds.labels(labels) }
+    requestTallies.set(key, tally)
   }
-  child.count.inc()
-  child.seconds.observe(elapsedSeconds)
+  tally.answered++
+  tally.seconds.observe(elapsedSeconds)
 }
 
 /** For the store's group commit (a process has one store, so no label says which). */

@@ -47,6 +47,10 @@ for (const store of testStores()) {
       assert.equal(moved(REQUESTS, { route: '/plants/:id', method: 'GET', status: '200' }), 1)
       assert.equal(moved(REQUESTS, { route: '/plants/:id', method: 'GET', status: '404' }), 1)
       assert.equal(moved(REQUESTS, { route: '/plants', method: 'GET', status: '401' }), 2)
+      // A scrape hands the counter only what it has not had yet: the next one counts nothing twice.
+      const again = await Scrape.of(metrics)
+      const created200 = { route: '/plants', method: 'POST', status: '200' }
+      assert.equal(again.value(REQUESTS, created200), after.value(REQUESTS, created200))
       assert.equal(after.type(DURATION), 'HISTOGRAM')
       // The pattern, never the URL: no label carries an id.
       const routes = after.families.get(REQUESTS)?.metrics.map((sample) => sample.labels?.route) ?? []
