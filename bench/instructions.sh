@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# CPU instructions per request of the service, counted by valgrind's callgrind: unlike req/s or
+# CPU time, the count barely moves with the machine's load, so two builds or two settings can be
+# compared to within about 2% on a shared VM. See docs/performance.md.
+#
+#   bench/instructions.sh [get|create] [requests]        (build first: npm run build)
+#
+# Any environment variable passes to the service (e.g. METRICS=false, DATABASE_URL=...); without
+# DATABASE_URL it runs on a new SQLite file. SERVICE_BUNDLE picks another build of dist/bundle/main.js.
+# Needs valgrind (Debian: apt-get install -y valgrind). Bounded: the service is killed after 600 s.
+set -euo pipefail
+
+SCENARIO="${1:-get}"
+REQUESTS="${2:-3000}"
+WARMUP=4000
+PORT="${BENCH_PORT:-18090}"
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BUNDLE="${SERVICE_BUNDLE:-$ROOT/dist/bundle/main.js}"
+WORK="$(mktemp -d)"
+PID=""
+
+cleanup() {
+  [[ -n "$PID" ]] && kill "$PID" 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+case "$SCENARIO" in get | create) ;; *) echo "usage: bench/instructions.sh [get|create] [requests]" >&2; exit 2 ;; esac
+command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install -y valgrind)" >&2; exit 2; }
+[[ -f "$BUNDLE" ]] || { echo "$BUNDLE is missing: run npm run build first" >&2; exit 2; }
+
+export PLANT_STORE_DB="${PLANT_STORE_DB:-$WORK/plants.db}" PORT HOST=127.0.0.1 LOG_LEVEL="${LOG_LEVEL:-info}"
+# Under valgrind the event loop runs some 50 times slower: load shedding by its delay would refuse requests.
+export LOAD_SHED_EVENT_LOOP_DELAY_MS="${LOAD_SHED_EVENT_LOOP_DELAY_MS:-0}"
+node "$BUNDLE" tokens create --name instructions >"$WORK/token" 2>/dev/null
+
+# vgdb names its files after HOST and USER; callgrind_control must see the same ones.
+timeout 600 valgrind --tool=callgrind --vgdb=yes --vgdb-prefix="$WORK/vgdb" --smc-check=all-non-file \
+  --callgrind-out-file="$WORK/callgrind.out" \
+  node --max-semi-space-size=8 --heap-growing-percent=50 "$BUNDLE" serve >"$WORK/service.log" 2>&1 &
+PID=$!
+for _ in $(seq 1 90); do
+  curl -s -m 2 -o /dev/null "http://127.0.0.1:$PORT/healthz" && break
+  sleep 2
+done
+curl -s -m 2 -o /dev/null "http://127.0.0.1:$PORT/healthz" || { tail -5 "$WORK/service.log" >&2; exit 1; }
+
+# Instructions so far, all threads and the main thread, as callgrind_control reports them.
+counted() {
+  callgrind_control --vgdb-prefix="$WORK/vgdb" -e Ir "$(pgrep -P "$PID")" 2>/dev/null |
+    awk '/^ *Th [0-9]+/ { gsub(",", "", $3); all += $3; if ($2 == 1) main = $3 } END { printf "%.0f %.0f\n", all, main }'
+}
+load() { node "$ROOT/bench/lib/fixed-load.mjs" "$PORT" "$SCENARIO" "$1" "$WORK/token"; }
+
+load "$WARMUP" >/dev/null
+read -r all0 main0 < <(counted)
+load "$REQUESTS"
+read -r all1 main1 < <(counted)
+echo "$SCENARIO: $(( (all1 - all0) / REQUESTS )) instructions per request, $(( (main1 - main0) / REQUESTS )) on the main thread"
