@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CPU instructions per request of the service, counted by valgrind's callgrind: unlike req/s or
 # CPU time, the count barely moves with the machine's load, so two builds or two settings can be
-# compared to within about 2% on a shared VM. See docs/performance.md.
+# compared to within about 3% on a shared VM. See docs/performance.md.
 #
 #   bench/instructions.sh [get|create] [requests]        (build first: npm run build)
 #

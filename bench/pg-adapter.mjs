@@ -6,12 +6,11 @@
 // processes, read from /proc). It shows what the adapter costs apart from the HTTP stack.
 // Starts its own PostgreSQL (scripts/pg-test-server.sh) and stops by itself.
 // Usage: npm run build && node bench/pg-adapter.mjs [--seconds 3] [--concurrency 64]
-import { execFileSync } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
-import { freePort } from './lib/proc.mjs'
+import { freePort, treeCpuSeconds } from './lib/proc.mjs'
 import { ROOT, startPostgres, stopPostgres } from './lib/stores.mjs'
 
 const { values: args } = parseArgs({
@@ -38,21 +37,6 @@ function finish(code) {
   fs.rmSync(pgDir, { recursive: true, force: true })
   clearTimeout(watchdog)
   process.exit(code)
-}
-
-/** CPU seconds used so far by the postmaster and its children (clock ticks of 10 ms). */
-function postgresCpu() {
-  const children = execFileSync('pgrep', ['-P', String(postmaster)], { encoding: 'utf8' })
-  let ticks = 0
-  for (const pid of [postmaster, ...children.trim().split('\n').map(Number)]) {
-    try {
-      const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
-      ticks += Number(fields[11]) + Number(fields[12])
-    } catch {
-      // A backend that ended meanwhile.
-    }
-  }
-  return ticks / 100
 }
 
 try {
@@ -86,7 +70,7 @@ try {
     }
     await run(1000)
     const cpu = process.cpuUsage()
-    const pg = postgresCpu()
+    const pg = treeCpuSeconds(postmaster)
     const started = performance.now()
     const count = await run(seconds * 1000)
     const elapsed = (performance.now() - started) / 1000
@@ -94,7 +78,7 @@ try {
     const perOp = (cpuSeconds) => ((cpuSeconds * 1e6) / count).toFixed(1)
     console.log(
       `${name.padEnd(11)} ${String(Math.round(count / elapsed)).padStart(7)} ops/s  ` +
-        `this process ${perOp((used.user + used.system) / 1e6)} µs/op  PostgreSQL ${perOp(postgresCpu() - pg)} µs/op`,
+        `this process ${perOp((used.user + used.system) / 1e6)} µs/op  PostgreSQL ${perOp(treeCpuSeconds(postmaster) - pg)} µs/op`,
     )
   }
   await store.close()
