@@ -96,6 +96,31 @@ function plantContract(ctx: ContractContext): void {
       assert.deepEqual(await readPlant(s, 1n), plant(1n, 'fern', 'green'), 'a conflict changes nothing')
     })
 
+    it('gives each create of one group commit its own outcome, whatever its place in it', async () => {
+      const s = ctx.store()
+      await create(s, plant(2n, 'cactus'))
+      await create(s, plant(4n, 'fern', 'green'))
+      // Submitted in one turn of the event loop, so they travel in one batch.
+      const outcomes = await Promise.all([
+        create(s, plant(5n, 'palm')),
+        create(s, plant(4n, 'fern')),
+        create(s, plant(1n, 'ivy', 'tall')),
+        create(s, plant(2n, 'cactus')),
+        create(s, plant(3n, 'moss')),
+        create(s, plant(4000000000000000000n, 'oak')),
+      ])
+      assert.deepEqual(outcomes, [
+        { kind: 'created' },
+        { kind: 'conflict', existing: plant(4n, 'fern', 'green') },
+        { kind: 'created' },
+        { kind: 'replayed' },
+        { kind: 'created' },
+        { kind: 'created' },
+      ])
+      assert.deepEqual(await readPlant(s, 1n), plant(1n, 'ivy', 'tall'))
+      assert.deepEqual(await readPlant(s, 4000000000000000000n), plant(4000000000000000000n, 'oak'))
+    })
+
     it('round-trips int64 edges exactly', async () => {
       const s = ctx.store()
       const ids = [9007199254740992n, 9007199254740993n, 9223372036854775807n, -9223372036854775808n, 0n, -1n]

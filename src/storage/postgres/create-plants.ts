@@ -14,8 +14,10 @@ export type Guarded = <T>(work: () => Promise<T>) => Promise<T>
  *
  * A row already at an id is locked by the ON CONFLICT DO UPDATE (PostgreSQL waits for, or retries
  * past, a concurrent insert or delete of it) and is "updated", to itself, only when it differs
- * from the create: so the statement returns what it inserted and what it conflicts with, as it was
- * when locked, and a replay is what it does not return. Reading conflicting rows in a second
+ * from the create: so `written` holds what it inserted and what it conflicts with, as it was when
+ * locked, and a replay is what it lacks. Only the creates that did not insert come back (a replay
+ * with no stored row, a conflict with the stored one), by their place in the batch: in the usual
+ * batch, of new plants only, that is no row at all. Reading conflicting rows in a second
  * statement instead found, now and then, that a delete had removed them in between; a create
  * racing deletes of its id then retried, and after five such losses failed its whole batch, other
  * creates in it (stored, and announced to webhooks) answered 500.
@@ -33,17 +35,21 @@ export async function createPlants(
     new Date(),
   ]
   const { rows } = await guarded(() => pool.query({ name: 'plants-create', text: CREATE_PLANTS, values }))
-  const written = new Map(rows.map((row) => [row.id as bigint, toPlant(row)]))
-  return batch.map(({ plant }): CreateOutcome => {
-    const stored = written.get(plant.id)
-    if (!stored) return { kind: 'replayed' }
-    const same = stored.name === plant.name && stored.tag === plant.tag
-    return same ? { kind: 'created' } : { kind: 'conflict', existing: stored }
-  })
+  const outcomes = batch.map((): CreateOutcome => ({ kind: 'created' }))
+  for (const row of rows) {
+    const at = (row.n as number) - 1
+    const id = (batch[at] as CreateRequest).plant.id
+    outcomes[at] =
+      row.name === null
+        ? { kind: 'replayed' }
+        : { kind: 'conflict', existing: toPlant({ id, name: row.name, tag: row.tag }) }
+  }
+  return outcomes
 }
 
 const CREATE_PLANTS = `WITH input AS (
-    SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[]) AS t(id, name, tag, payload)
+    SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[])
+      WITH ORDINALITY AS t(id, name, tag, payload, n)
   ), written AS (
     INSERT INTO plants AS p (id, name, tag, created_at)
     SELECT id, name, tag, $5::timestamptz FROM input ORDER BY id
@@ -61,4 +67,6 @@ const CREATE_PLANTS = `WITH input AS (
     FROM inserted i JOIN input USING (id)
     CROSS JOIN (SELECT id FROM webhook_subscriptions FOR KEY SHARE) s
   )
-  SELECT id, name, tag FROM written`
+  SELECT i.n::int4 AS n, w.name, w.tag
+  FROM input i LEFT JOIN written w USING (id)
+  WHERE w.id IS NULL OR w.name <> i.name OR w.tag IS DISTINCT FROM i.tag`
