@@ -47,7 +47,7 @@ try {
   await seed.end()
   const random = (n) => 1 + Math.floor(Math.random() * n)
   let nextId = 1_000_000n
-  const create = (id) => store.createPlant({ id, name: `plant ${id}` }, `{"id":${id},"name":"plant ${id}"}`)
+  const create = (id) => store.createPlant({ id, name: `plant ${id}` })
   const operations = {
     'create-seq': () => create(nextId++),
     'create-rand': () => create((BigInt(random(2 ** 31)) << 31n) + BigInt(random(2 ** 31))),

@@ -79,7 +79,7 @@ try {
         else if (dice < 0.9) await store.listPlantsJson({ limit: 100, after: BigInt(random(SEED)) })
         else {
           const id = nextId++
-          await store.createPlant({ id, name: `soak ${id}` }, `{"id":${id},"name":"soak ${id}"}`)
+          await store.createPlant({ id, name: `soak ${id}` })
         }
         const at = second()
         if (at < seconds) ops[at]++

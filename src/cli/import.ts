@@ -5,7 +5,6 @@ import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.js'
 import { ApiError } from '../errors.js'
 import { newPlantChecker, plantConflict } from '../routes/new-plant.js'
-import { plantJson } from '../storage/plant-json.js'
 import type { Plant } from '../storage/storage.js'
 import { readLines } from './ndjson-lines.js'
 import type { OpenStore } from './open-store.js'
@@ -56,7 +55,7 @@ export async function importCommand(open: OpenStore, args: string[]): Promise<vo
   let failure: unknown
   const store = (plant: Plant, line: number) => {
     const tracked: Promise<void> = storage
-      .createPlant(plant, plantJson(plant))
+      .createPlant(plant)
       .then(
         (outcome) => {
           if (outcome.kind === 'created') counts.created++

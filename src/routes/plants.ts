@@ -7,7 +7,6 @@ import { sendContinue } from '../http/expect-header.js'
 import { PLAIN_HOST } from '../http/host-header.js'
 import { errorResponses } from '../schemas/error.js'
 import { type NewPlantBody, PlantIdParams } from '../schemas/plant.js'
-import { plantJson } from '../storage/plant-json.js'
 import type { Plant, Storage } from '../storage/storage.js'
 import { plantConflict, plantFromBody } from './new-plant.js'
 import { textId } from './plant-ids.js'
@@ -131,7 +130,7 @@ export function plantRoutes(
     },
     async (request) => {
       const plant = plantFromBody(request.body)
-      const outcome = await storage.createPlant(plant, plantJson(plant))
+      const outcome = await storage.createPlant(plant)
       if (outcome.kind === 'conflict') throw plantConflict(plant, outcome.existing)
       return publicPlant(plant)
     },

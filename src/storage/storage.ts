@@ -125,9 +125,10 @@ export interface Storage {
 
   /**
    * Stores the plant unless its id is taken. On `created`, one outbox delivery per current webhook
-   * subscriber is written in the same transaction. Resolves only once the transaction is durable.
+   * subscriber, carrying the plant's JSON text (plant-json.ts), is written in the same transaction.
+   * Resolves only once the transaction is durable.
    */
-  createPlant(plant: Plant, payload: string): Promise<CreateOutcome>
+  createPlant(plant: Plant): Promise<CreateOutcome>
   /** The stored plant as the API's JSON text (see PlantPage), or undefined. */
   readPlantJson(id: bigint): Promise<string | undefined>
   /** One page of plants by ascending id, `query.limit` at most, as JSON text. */

@@ -94,6 +94,19 @@ export function webhookContract(ctx: ContractContext): void {
       assert.notEqual(deliveries[0]?.id, deliveries[1]?.id)
     })
 
+    it("writes the payload as the plant's exact JSON text, whatever characters it holds", async () => {
+      const s = ctx.store()
+      await s.addSubscription(subscription('s1'))
+      const plants = [
+        plant(-9223372036854775808n, 'quote " back \\ slash', 'tab\tnew\nline\u0001\u001f\u007f\b\f\r'),
+        plant(1n, 'ünïcødé 🌱 \u2028\u2029 </script>'),
+        plant(9007199254740993n, "it's", ''),
+      ]
+      await Promise.all(plants.map((p) => create(s, p)))
+      const payloads = new Map((await all(s)).map((d) => [d.plantId, d.payload]))
+      for (const p of plants) assert.equal(payloads.get(p.id), payloadOf(p), p.name)
+    })
+
     it('leases a claim to its owner, with url and secret, until the lease runs out', async () => {
       const s = ctx.store()
       const other = await ctx.another()

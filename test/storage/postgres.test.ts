@@ -10,7 +10,7 @@ import { inTransaction } from '../../src/storage/postgres/transaction.js'
 import { type Storage, StoreUnavailableError } from '../../src/storage/storage.js'
 import { type Admin, pgAdmin } from '../pg-admin.js'
 import { storageContract } from './contract.js'
-import { create, listPlants, payloadOf, plant, readPlant } from './fixtures.js'
+import { create, listPlants, plant, readPlant } from './fixtures.js'
 import { plantJson } from '../../src/storage/plant-json.js'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -199,7 +199,7 @@ if (!url) {
     it('group-commits creates issued together, each with its own outcome, same ids in arrival order', () =>
       withStoreAndAdmin(async (store, admin) => {
         const ids = Array.from({ length: 200 }, (_, i) => BigInt(i) * 7919n - 2n ** 62n)
-        const many = await Promise.all(ids.map((id) => store.createPlant(plant(id, `p${id}`), '{}')))
+        const many = await Promise.all(ids.map((id) => store.createPlant(plant(id, `p${id}`))))
         assert.ok(many.every((o) => o.kind === 'created'))
         const [row] =
           await admin`SELECT count(*)::int AS rows, count(DISTINCT xmin::text)::int AS transactions
@@ -215,7 +215,7 @@ if (!url) {
             plant(5n, 'fern'),
             plant(6n, 'cactus'),
             plant(6n, 'cactus'),
-          ].map((p) => store.createPlant(p, payloadOf(p))),
+          ].map((p) => store.createPlant(p)),
         )
         const conflict = { kind: 'conflict', existing: plant(5n, 'fern', 'green') }
         assert.deepEqual(results, [
@@ -231,7 +231,7 @@ if (!url) {
     it('answers every create of a batch whose statement fails with the error, and stores none', () =>
       withStoreAndAdmin(async (store, admin) => {
         await subscribeOne(store)
-        assert.equal((await store.createPlant(plant(1n, 'stored before'), '{}')).kind, 'created')
+        assert.equal((await store.createPlant(plant(1n, 'stored before'))).kind, 'created')
         await admin.unsafe(`
           CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN IF NEW.name = 'poison' THEN RAISE EXCEPTION 'poisoned plant refused'; END IF; RETURN NEW; END $$;
@@ -242,7 +242,7 @@ if (!url) {
           plant(11n, 'poison'),
           plant(12n, 'fine too'),
         ]
-        const results = await Promise.allSettled(batch.map((p) => store.createPlant(p, payloadOf(p))))
+        const results = await Promise.allSettled(batch.map((p) => store.createPlant(p)))
         for (const [i, result] of results.entries()) {
           assert.equal(result.status, 'rejected', `request ${i} must fail with its batch`)
           assert.match((result as PromiseRejectedResult).reason.message, /poisoned plant refused/)
@@ -260,7 +260,7 @@ if (!url) {
           'no outbox row of the failed batch',
         )
         assert.deepEqual(
-          await store.createPlant(plant(10n, 'fine'), '{}'),
+          await store.createPlant(plant(10n, 'fine')),
           { kind: 'created' },
           'the next batch works',
         )
@@ -274,7 +274,7 @@ if (!url) {
         const holder = await admin.reserve()
         await holder`BEGIN`
         await holder`INSERT INTO plants (id, name, created_at) VALUES (777, 'held', now())`
-        const created = store.createPlant(plant(777n, 'racing'), payloadOf(plant(777n, 'racing')))
+        const created = store.createPlant(plant(777n, 'racing'))
         await sleep(300)
         const removed = store.removeSubscription('sub')
         await sleep(300)
@@ -299,7 +299,7 @@ if (!url) {
         // An uncommitted insert of the same id makes createPlant wait inside the server.
         await blocker`BEGIN`
         await blocker`INSERT INTO plants (id, name, created_at) VALUES (77, 'blocker', now())`
-        const pending = store.createPlant(plant(77n, 'fern'), payloadOf(plant(77n, 'fern')))
+        const pending = store.createPlant(plant(77n, 'fern'))
         pending.catch(() => {})
         const waiting = () => admin`SELECT pid FROM pg_stat_activity
           WHERE application_name = 'plant-store' AND wait_event_type = 'Lock'`
@@ -309,7 +309,7 @@ if (!url) {
           WHERE application_name = 'plant-store' AND wait_event_type = 'Lock'`
         await assert.rejects(pending, StoreUnavailableError)
         await blocker`ROLLBACK`
-        assert.deepEqual(await store.createPlant(plant(77n, 'fern'), '{}'), { kind: 'created' })
+        assert.deepEqual(await store.createPlant(plant(77n, 'fern')), { kind: 'created' })
         assert.deepEqual(await readPlant(store, 77n), plant(77n, 'fern'))
         await sleep(50)
       } finally {

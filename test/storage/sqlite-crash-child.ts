@@ -5,7 +5,7 @@
  * it does nothing, since the test runner may load every file under test/.
  */
 import { SqliteStorage } from '../../src/storage/sqlite/sqlite-storage.js'
-import { payloadOf, plant } from './fixtures.js'
+import { plant } from './fixtures.js'
 
 const [file, start] = process.argv.slice(2)
 if (file && start) {
@@ -14,7 +14,7 @@ if (file && start) {
   const loop = async () => {
     for (;;) {
       const p = plant(next++, 'acked')
-      const outcome = await store.createPlant(p, payloadOf(p))
+      const outcome = await store.createPlant(p)
       if (outcome.kind !== 'created') throw new Error(`plant ${p.id} was ${outcome.kind}`)
       process.stdout.write(`${p.id}\n`)
     }

@@ -42,10 +42,10 @@ const plant = (id: number) => ({ id: BigInt(id), name: `plant ${id}` })
 
 /** Submits one create, then another on a later turn of the event loop, and settles everything. */
 async function twoTurns(batcher: CreateBatcher, runner: ReturnType<typeof heldRunner>) {
-  const first = batcher.submit(plant(1), '{}')
+  const first = batcher.submit(plant(1))
   await new Promise((resolve) => setImmediate(resolve))
   await new Promise((resolve) => setImmediate(resolve))
-  const second = batcher.submit(plant(2), '{}')
+  const second = batcher.submit(plant(2))
   await new Promise((resolve) => setImmediate(resolve))
   await new Promise((resolve) => setImmediate(resolve))
   const atOnce = runner.mostAtOnce()
@@ -85,9 +85,9 @@ describe('PostgreSQL create batcher', () => {
     const runner = heldRunner()
     const batcher = new CreateBatcher(runner.run, 1, 256, 200)
     const started = Date.now()
-    const sent = batcher.submit(plant(1), '{}')
+    const sent = batcher.submit(plant(1))
     await new Promise((resolve) => setImmediate(resolve))
-    const all = [sent, batcher.submit(plant(2), '{}'), batcher.submit(plant(3), '{}')]
+    const all = [sent, batcher.submit(plant(2)), batcher.submit(plant(3))]
     // The sleep also keeps the process alive: the batcher's timers do not (the HTTP server does).
     const patience = new AbortController()
     const settled = await Promise.race([
@@ -105,7 +105,7 @@ describe('PostgreSQL create batcher', () => {
     assert.equal(runner.batches.length, 1, 'only the first was sent: the others were never')
     // The held statement ends late: the next create goes out then, and is answered.
     runner.releaseAll()
-    const later = batcher.submit(plant(4), '{}')
+    const later = batcher.submit(plant(4))
     while ((await Promise.race([later, sleep(5).then(() => 'pending')])) === 'pending') runner.releaseAll()
     assert.deepEqual(await later, { kind: 'created' })
     assert.deepEqual(

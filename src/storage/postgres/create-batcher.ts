@@ -3,7 +3,6 @@ import { LoadMeter } from './load-meter.js'
 
 export interface CreateRequest {
   plant: Plant
-  payload: string
 }
 
 interface Waiting extends CreateRequest {
@@ -56,9 +55,9 @@ export class CreateBatcher {
     return this.loadMeter.busy() ? 1 : this.maxInFlight
   }
 
-  submit(plant: Plant, payload: string): Promise<CreateOutcome> {
+  submit(plant: Plant): Promise<CreateOutcome> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ plant, payload, resolve, reject, since: Date.now() })
+      this.queue.push({ plant, resolve, reject, since: Date.now() })
       this.schedule()
       this.watchQueue()
     })

@@ -1,6 +1,7 @@
 import type pg from 'pg'
 import type { CreateOutcome } from '../storage.js'
 import type { CreateRequest } from './create-batcher.js'
+import { plantJsonSql } from './plant-json-sql.js'
 import { toPlant } from './rows.js'
 
 /** Runs a statement under the store's deadline, reachability and dead-connection retry. */
@@ -10,7 +11,8 @@ export type Guarded = <T>(work: () => Promise<T>) => Promise<T>
  * One batch of creates (see CreateBatcher), in one statement and so one transaction: the plants
  * and their outbox rows commit together, and every create gets its outcome from that statement
  * alone. Rows go in ascending id order, so two batches that share ids (two instances, say) wait
- * for each other in the same order and never deadlock.
+ * for each other in the same order and never deadlock. A delivery's payload, the plant's JSON text,
+ * is built by PostgreSQL and only for a plant that has subscribers to announce it to.
  *
  * A row already at an id is locked by the ON CONFLICT DO UPDATE (PostgreSQL waits for, or retries
  * past, a concurrent insert or delete of it) and is "updated", to itself, only when it differs
@@ -31,7 +33,6 @@ export async function createPlants(
     batch.map((r) => r.plant.id),
     batch.map((r) => r.plant.name),
     batch.map((r) => r.plant.tag ?? null),
-    batch.map((r) => r.payload),
     new Date(),
   ]
   const { rows } = await guarded(() => pool.query({ name: 'plants-create', text: CREATE_PLANTS, values }))
@@ -48,11 +49,10 @@ export async function createPlants(
 }
 
 const CREATE_PLANTS = `WITH input AS (
-    SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[])
-      WITH ORDINALITY AS t(id, name, tag, payload, n)
+    SELECT * FROM unnest($1::int8[], $2::text[], $3::text[]) WITH ORDINALITY AS t(id, name, tag, n)
   ), written AS (
     INSERT INTO plants AS p (id, name, tag, created_at)
-    SELECT id, name, tag, $5::timestamptz FROM input ORDER BY id
+    SELECT id, name, tag, $4::timestamptz FROM input ORDER BY id
     ON CONFLICT (id) DO UPDATE SET name = p.name
       WHERE p.name <> excluded.name OR p.tag IS DISTINCT FROM excluded.tag
     RETURNING p.id, p.name, p.tag
@@ -62,8 +62,8 @@ const CREATE_PLANTS = `WITH input AS (
   ), enqueued AS (
     INSERT INTO webhook_deliveries
       (id, subscription_id, plant_id, payload, status, attempts, next_attempt_at, created_at)
-    SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), s.id, i.id, input.payload,
-           'pending', 0, $5::timestamptz, $5::timestamptz
+    SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), s.id, i.id, ${plantJsonSql('input')},
+           'pending', 0, $4::timestamptz, $4::timestamptz
     FROM inserted i JOIN input USING (id)
     CROSS JOIN (SELECT id FROM webhook_subscriptions FOR KEY SHARE) s
   )

@@ -1,15 +1,10 @@
 import type pg from 'pg'
 import type { ListQuery, PlantPage } from '../storage.js'
 import type { Guarded } from './create-plants.js'
+import { plantJsonSql } from './plant-json-sql.js'
 import { ReadBatcher } from './read-batcher.js'
 
-/**
- * A plant row as the API's JSON text (see plant-json.ts), built by PostgreSQL: to_json escapes a
- * string as JSON.stringify does, and an int8 prints exactly. One text column per plant, or one per
- * page, is far less for this process to parse than rows of three typed columns.
- */
-const PLANT_JSON = `'{"id":' || p.id || ',"name":' || to_json(p.name) ||
-  CASE WHEN p.tag IS NULL THEN '' ELSE ',"tag":' || to_json(p.tag) END || '}'`
+const PLANT_JSON = plantJsonSql('p')
 
 /** Most reads of one kind sent as one statement. */
 const MAX_BATCH = 256

@@ -117,8 +117,8 @@ export class PostgresStorage implements Storage {
     return result.rowCount ?? 0
   }
 
-  createPlant(plant: Plant, payload: string): Promise<CreateOutcome> {
-    return this.creates.submit(plant, payload)
+  createPlant(plant: Plant): Promise<CreateOutcome> {
+    return this.creates.submit(plant)
   }
 
   readPlantJson(id: bigint): Promise<string | undefined> {

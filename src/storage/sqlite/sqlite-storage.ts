@@ -119,8 +119,8 @@ export class SqliteStorage implements Storage {
     for (const listener of this.brokenListeners.splice(0)) listener(error)
   }
 
-  createPlant(plant: Plant, payload: string): Promise<CreateOutcome> {
-    return this.writer.write({ op: 'createPlant', plant, payload })
+  createPlant(plant: Plant): Promise<CreateOutcome> {
+    return this.writer.write({ op: 'createPlant', plant })
   }
 
   readPlantJson(id: bigint): Promise<string | undefined> {

@@ -11,11 +11,12 @@ import type {
   Subscription,
   TokenRecord,
 } from '../storage.js'
+import { plantJson } from '../plant-json.js'
 import { RECORDABLE, type Row, toPlant } from '../rows.js'
 
 /** One write, as the writer runs it. */
 export type WriteOp =
-  | { op: 'createPlant'; plant: Plant; payload: string }
+  | { op: 'createPlant'; plant: Plant }
   | { op: 'deletePlant'; id: bigint }
   | { op: 'createToken'; token: TokenRecord }
   | { op: 'revokeToken'; id: string; at: number }
@@ -89,11 +90,11 @@ export function prepareWriteOps(db: Database.Database) {
   // Each runs inside the batch's transaction; statements run in arrival order, so two requests
   // for one id in the same batch behave exactly as if they had come one after the other.
   const run: { [K in WriteOp['op']]: (op: Extract<WriteOp, { op: K }>) => unknown } = {
-    createPlant: ({ plant, payload }): CreateOutcome => {
+    createPlant: ({ plant }): CreateOutcome => {
       const now = Date.now()
       if (s.insertPlant.run(plant.id, plant.name, plant.tag ?? null, now).changes === 1) {
         subscribed ??= s.anySubscription.get() === 1
-        if (subscribed) s.enqueueDeliveries.run(plant.id, payload, now, now)
+        if (subscribed) s.enqueueDeliveries.run(plant.id, plantJson(plant), now, now)
         return { kind: 'created' }
       }
       const existing = toPlant(s.getPlant.get(plant.id) as Row)
