@@ -34,10 +34,11 @@ export PLANT_STORE_DB="${PLANT_STORE_DB:-$WORK/plants.db}" PORT HOST=127.0.0.1 L
 export LOAD_SHED_EVENT_LOOP_DELAY_MS="${LOAD_SHED_EVENT_LOOP_DELAY_MS:-0}"
 node "$BUNDLE" tokens create --name instructions >"$WORK/token" 2>/dev/null
 
-# vgdb names its files after HOST and USER; callgrind_control must see the same ones.
+# vgdb names its files after HOST and USER; callgrind_control must see the same ones. The service
+# runs with npm start's Node flags.
 timeout 600 valgrind --tool=callgrind --vgdb=yes --vgdb-prefix="$WORK/vgdb" --smc-check=all-non-file \
   --callgrind-out-file="$WORK/callgrind.out" \
-  node --max-semi-space-size=8 --heap-growing-percent=50 "$BUNDLE" serve >"$WORK/service.log" 2>&1 &
+  node $(node "$ROOT/scripts/start-node-flags.mjs") "$BUNDLE" serve >"$WORK/service.log" 2>&1 &
 PID=$!
 for _ in $(seq 1 90); do
   curl -s -m 2 -o /dev/null "http://127.0.0.1:$PORT/healthz" && break
