@@ -1,5 +1,6 @@
 // One measured run: a target under load for a fixed time, with the CPU, memory and machine noise
 // around it read from /proc.
+import { groupCommitsBetween, readGroupCommits } from './group-commits.mjs'
 import { runLoad } from './load.mjs'
 import {
   cpuSeconds,
@@ -28,6 +29,8 @@ export async function measureRun({
   const readMax = server.config?.readMax ?? server.readMax
   const idStep = server.config?.idStep
   const pid = server.proc.pid
+  // Only the service has group commits; the yardsticks serve no /metrics.
+  const commits0 = server.config ? await readGroupCommits(server.url) : undefined
   const peakReset = resetPeakRss(pid)
   const cpu0 = cpuSeconds(pid)
   const db0 = postmasterPid !== undefined ? treeCpuSeconds(postmasterPid) : undefined
@@ -48,6 +51,7 @@ export async function measureRun({
   const db1 = db0 === undefined ? undefined : treeCpuSeconds(postmasterPid)
   const busy1 = machineBusySeconds()
   const own1 = ownCpuSeconds()
+  const groupCommits = groupCommitsBetween(commits0, commits0 && (await readGroupCommits(server.url)), wall)
   // CPU that neither the load generator nor the server (nor its PostgreSQL) used: other work.
   const other =
     busy0 === undefined || cpu0 === undefined || cpu1 === undefined
@@ -68,6 +72,7 @@ export async function measureRun({
     otherCpuPercent: other === undefined ? undefined : Math.max(0, other),
     peakRssMb: peakRssMb(pid),
     peakRssSince: peakReset ? 'run' : 'start',
+    groupCommits,
   }
   return run
 }

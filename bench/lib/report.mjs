@@ -62,6 +62,7 @@ export function summarize(results) {
           failures: service.non2xx + service.errors,
           requests: service.ok + service.non2xx + service.errors,
           readMax: service.readMax,
+          groupCommits: service.groupCommits,
         })
       }
       if (rounds.length === 0) continue
@@ -231,6 +232,34 @@ function plantsLabel(row) {
   return row.readMax > 0 ? `0 + ${formatCount(row.readMax)} seed` : '0'
 }
 
+/**
+ * Per create row, each round's group commits: with every connection waiting on a create, no
+ * round can answer more than connections / commit time a second, so a round near that ceiling
+ * waited on its commits (the disk's sync, PostgreSQL), not on the service's CPU.
+ */
+function groupCommitLines(results) {
+  const rows = results.rows.filter(
+    (r) => r.scenario.startsWith('create') && r.rounds.some((x) => x.groupCommits),
+  )
+  if (rows.length === 0) return []
+  const perRound = (row, format) => row.rounds.map((x) => (x.groupCommits ? format(x) : '–')).join(' / ')
+  const ceiling = (x) => (results.options.connections * 1000) / x.groupCommits.meanCommitMs
+  return [
+    'Group commits in the create rounds, from the service\'s /metrics. "Share of the commit ceiling" is ' +
+      `the round's req/s over ${results.options.connections} connections / mean commit time: near 1, the ` +
+      "round waited on its commits (the disk's sync, or PostgreSQL), not on the service's CPU.",
+    '',
+    '| scenario | store | plants | mean commit ms per round | creates per commit per round | share of the commit ceiling per round |',
+    '|---|---|---|---|---|---|',
+    ...rows.map(
+      (r) =>
+        `| ${r.scenario} | ${r.store} | ${plantsLabel(r)} | ${perRound(r, (x) => ms(x.groupCommits.meanCommitMs))} | ` +
+        `${perRound(r, (x) => fixed(x.groupCommits.writesPerCommit, 0))} | ${perRound(r, (x) => fixed(x.serviceRps / ceiling(x), 2))} |`,
+    ),
+    '',
+  ]
+}
+
 /** Per scenario, the service's median ratio at the run's level over its ratio at warn. */
 function loggingCost(results) {
   const rows = results.rows ?? []
@@ -277,6 +306,7 @@ export function markdown(results) {
     )
   }
   lines.push('')
+  lines.push(...groupCommitLines(results))
   const logCost = loggingCost(results)
   if (logCost.length) {
     lines.push(
