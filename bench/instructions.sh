@@ -7,6 +7,7 @@
 #
 # Any environment variable passes to the service (e.g. METRICS=false, DATABASE_URL=...); without
 # DATABASE_URL it runs on a new SQLite file. SERVICE_BUNDLE picks another build of dist/bundle/main.js.
+# YARDSTICK=baseline or YARDSTICK=fastify-reference counts bench/<that>.mjs instead of the service.
 # Needs valgrind (Debian: apt-get install -y valgrind). Bounded: the service is killed after 600 s.
 set -euo pipefail
 
@@ -26,19 +27,27 @@ cleanup() {
 trap cleanup EXIT
 
 case "$SCENARIO" in get | create) ;; *) echo "usage: bench/instructions.sh [get|create] [requests]" >&2; exit 2 ;; esac
+case "${YARDSTICK:-}" in '' | baseline | fastify-reference) ;; *) echo "YARDSTICK is baseline or fastify-reference" >&2; exit 2 ;; esac
 command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install -y valgrind)" >&2; exit 2; }
 [[ -f "$BUNDLE" ]] || { echo "$BUNDLE is missing: run npm run build first" >&2; exit 2; }
 
 export PLANT_STORE_DB="${PLANT_STORE_DB:-$WORK/plants.db}" PORT HOST=127.0.0.1 LOG_LEVEL="${LOG_LEVEL:-info}"
 # Under valgrind the event loop runs some 50 times slower: load shedding by its delay would refuse requests.
 export LOAD_SHED_EVENT_LOOP_DELAY_MS="${LOAD_SHED_EVENT_LOOP_DELAY_MS:-0}"
-node "$BUNDLE" tokens create --name instructions >"$WORK/token" 2>/dev/null
+if [[ -n "${YARDSTICK:-}" ]]; then
+  SERVER=("$ROOT/bench/$YARDSTICK.mjs")
+  export BENCH_TOKEN=instructions
+  echo "$BENCH_TOKEN" >"$WORK/token"
+else
+  SERVER=("$BUNDLE" serve)
+  node "$BUNDLE" tokens create --name instructions >"$WORK/token" 2>/dev/null
+fi
 
-# vgdb names its files after HOST and USER; callgrind_control must see the same ones. The service
+# vgdb names its files after HOST and USER; callgrind_control must see the same ones. The server
 # runs with npm start's Node flags.
 timeout 600 valgrind --tool=callgrind --vgdb=yes --vgdb-prefix="$WORK/vgdb" --smc-check=all-non-file \
   --callgrind-out-file="$WORK/callgrind.out" \
-  node $(node "$ROOT/scripts/start-node-flags.mjs") "$BUNDLE" serve >"$WORK/service.log" 2>&1 &
+  node $(node "$ROOT/scripts/start-node-flags.mjs") "${SERVER[@]}" >"$WORK/service.log" 2>&1 &
 PID=$!
 for _ in $(seq 1 90); do
   curl -s -m 2 -o /dev/null "http://127.0.0.1:$PORT/healthz" && break
