@@ -1,4 +1,5 @@
 import fs from 'node:fs'
+import os from 'node:os'
 
 /** The file calls a destination makes; fs's own, or a test's stand-in. */
 export interface LogIo {
@@ -126,8 +127,18 @@ export class LogDestination {
     this.unreported = 0
   }
 
+  /** A line in the format of the service's own (level name, ISO time, pid, hostname). */
   private summary(): string {
-    return `${JSON.stringify({ level: 40, time: Date.now(), dropped: this.unreported, droppedTotal: this.dropped, msg: `${this.unreported} log lines could not be written to stdout (${this.lastError})` })}\n`
+    const line = {
+      level: 'warn',
+      time: new Date().toISOString(),
+      pid: process.pid,
+      hostname: os.hostname(),
+      dropped: this.unreported,
+      droppedTotal: this.dropped,
+      msg: `${this.unreported} log lines could not be written to stdout (${this.lastError})`,
+    }
+    return `${JSON.stringify(line)}\n`
   }
 
   /**
