@@ -1,7 +1,5 @@
 // The service's group commits during one run, read from its /metrics before and after: how long
-// a commit took and how many creates shared one. A round whose requests per second come close to
-// connections / commit time was held back by the commits (the disk's sync, or PostgreSQL), not by
-// the service's CPU (see docs/performance.md).
+// a commit took and how many creates shared one (see docs/performance.md).
 
 const SERIES = {
   commits: 'plant_store_group_commit_duration_seconds_count',
@@ -29,12 +27,11 @@ export async function readGroupCommits(url) {
 }
 
 /** What happened between two readings; undefined when either is missing or nothing was committed. */
-export function groupCommitsBetween(before, after, seconds) {
+export function groupCommitsBetween(before, after) {
   if (!before || !after) return undefined
   const commits = after.commits - before.commits
   if (!(commits > 0)) return undefined
   return {
-    commitsPerSecond: commits / seconds,
     meanCommitMs: ((after.seconds - before.seconds) / commits) * 1000,
     writesPerCommit: (after.writes - before.writes) / commits,
   }

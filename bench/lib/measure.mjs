@@ -51,7 +51,7 @@ export async function measureRun({
   const db1 = db0 === undefined ? undefined : treeCpuSeconds(postmasterPid)
   const busy1 = machineBusySeconds()
   const own1 = ownCpuSeconds()
-  const groupCommits = groupCommitsBetween(commits0, commits0 && (await readGroupCommits(server.url)), wall)
+  const groupCommits = groupCommitsBetween(commits0, commits0 && (await readGroupCommits(server.url)))
   // CPU that neither the load generator nor the server (nor its PostgreSQL) used: other work.
   const other =
     busy0 === undefined || cpu0 === undefined || cpu1 === undefined
