@@ -17,9 +17,10 @@ export async function readGroupCommits(url) {
   } catch {
     return undefined
   }
+  const lines = text.split('\n')
   const values = {}
   for (const [key, name] of Object.entries(SERIES)) {
-    const line = text.split('\n').find((l) => l.startsWith(`${name} `))
+    const line = lines.find((l) => l.startsWith(`${name} `))
     if (line === undefined) return undefined
     values[key] = Number(line.slice(name.length + 1))
   }
