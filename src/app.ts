@@ -21,7 +21,7 @@ import { handlePipelinedRequestsInOrder } from './http/pipelining.js'
 import { badPathEncoding, badQueryEncoding } from './http/query-encoding.js'
 import { registerRateLimits } from './http/rate-limits.js'
 import { installRequestLogging, logRequestLine, requestIdFrom } from './http/request-logging.js'
-import { installSecurityHeaders } from './http/security-headers.js'
+import { installSecurityHeaders, securityHeaders } from './http/security-headers.js'
 import { dedupedSerializers } from './http/serializers.js'
 import { installValidators } from './http/validators.js'
 import { loggerOptions } from './observability/log-options.js'
@@ -100,7 +100,7 @@ export async function buildApp(
               },
             )
           : badPathEncoding(request.url)
-      reply.header('x-request-id', request.id)
+      reply.header('x-request-id', request.id).headers(securityHeaders(request.url))
       const { method, url, id: reqId } = request
       const client = app.clientAddressOf(request.raw)
       logRequestLine(app, { reqId, client, method, route: null, url, status: refusal.status })

@@ -15,12 +15,16 @@ export function securityHeaders(url: string | undefined): Record<string, string>
 }
 
 /**
- * Set on the raw response before Fastify sees the request, so answers that run no hook (a path the
- * router cannot decode, a 404, an error) carry them too. Answers written straight to the socket
- * (parser errors, CONNECT, a refused Expect) add `securityHeaders` themselves.
+ * Set on Fastify's reply by the first onRequest hook, which runs for every routed request, a 404
+ * and every error answer after it. Answers that run no hook add `securityHeaders` themselves: the
+ * router's refusals (app.ts's frameworkErrors) and those written straight to the socket (parser
+ * errors, CONNECT, a refused Expect). Not `res.setHeader`: a header set on the raw response sends
+ * every header of the answer through Node's slow validating path in `writeHead`.
  */
 export function installSecurityHeaders(app: FastifyInstance): void {
-  app.server.prependListener('request', (req, res) => {
-    for (const [name, value] of Object.entries(securityHeaders(req.url))) res.setHeader(name, value)
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-content-type-options', 'nosniff')
+    if (isPlantsPath(request.url)) reply.header('cache-control', 'no-store')
+    done()
   })
 }

@@ -68,11 +68,23 @@ for (const store of testStores()) {
         ],
         ['CONNECT /plants', requestBytes('CONNECT', '/plants'), 405],
         ['Expect: 417 on /plants', requestBytes('POST', '/plants', [...bearer(), ['Expect', 'teapot']]), 417],
+        [
+          'POST /plants, a body over the limit',
+          requestBytes('POST', '/plants', [
+            ...bearer(),
+            ['Content-Type', 'application/json'],
+            ['Content-Length', '1048576'],
+          ]),
+          413,
+        ],
+        ['GET /plants?limit=%zz', requestBytes('GET', '/plants?limit=%zz', bearer()), 400],
+        ['GET /plants/1, too long an id', requestBytes('GET', `/plants/${'1'.repeat(101)}`, bearer()), 400],
       ]
       const others: [string, string, number][] = [
         ['GET /healthz', requestBytes('GET', '/healthz'), 200],
         ['GET /openapi.json', requestBytes('GET', '/openapi.json'), 200],
         ['GET /nowhere', requestBytes('GET', '/nowhere'), 404],
+        ['HEAD /nowhere', requestBytes('HEAD', '/nowhere'), 404],
         ['a request the parser refuses', 'GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n', 400],
         ['CONNECT elsewhere', requestBytes('CONNECT', 'example.com:443'), 501],
       ]
