@@ -12,7 +12,8 @@ export type Guarded = <T>(work: () => Promise<T>) => Promise<T>
  * and their outbox rows commit together, and every create gets its outcome from that statement
  * alone. Rows go in ascending id order, so two batches that share ids (two instances, say) wait
  * for each other in the same order and never deadlock. A delivery's payload, the plant's JSON text,
- * is built by PostgreSQL and only for a plant that has subscribers to announce it to.
+ * is built by PostgreSQL and only for a plant that has subscribers to announce it to; with no
+ * subscription at all, the EXISTS is a one-time filter that skips that part of the plan.
  *
  * A row already at an id is locked by the ON CONFLICT DO UPDATE (PostgreSQL waits for, or retries
  * past, a concurrent insert or delete of it) and is "updated", to itself, only when it differs
@@ -66,6 +67,7 @@ const CREATE_PLANTS = `WITH input AS (
            'pending', 0, $4::timestamptz, $4::timestamptz
     FROM inserted i JOIN input USING (id)
     CROSS JOIN (SELECT id FROM webhook_subscriptions FOR KEY SHARE) s
+    WHERE EXISTS (SELECT FROM webhook_subscriptions)
   )
   SELECT i.n::int4 AS n, w.name, w.tag
   FROM input i LEFT JOIN written w USING (id)
