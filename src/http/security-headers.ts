@@ -23,8 +23,7 @@ export function securityHeaders(url: string | undefined): Record<string, string>
  */
 export function installSecurityHeaders(app: FastifyInstance): void {
   app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-content-type-options', 'nosniff')
-    if (isPlantsPath(request.url)) reply.header('cache-control', 'no-store')
+    reply.headers(securityHeaders(request.url))
     done()
   })
 }

@@ -78,7 +78,7 @@ for (const store of testStores()) {
           413,
         ],
         ['GET /plants?limit=%zz', requestBytes('GET', '/plants?limit=%zz', bearer()), 400],
-        ['GET /plants/1, too long an id', requestBytes('GET', `/plants/${'1'.repeat(101)}`, bearer()), 400],
+        ['GET /plants/{a 101-digit id}', requestBytes('GET', `/plants/${'1'.repeat(101)}`, bearer()), 400],
       ]
       const others: [string, string, number][] = [
         ['GET /healthz', requestBytes('GET', '/healthz'), 200],
