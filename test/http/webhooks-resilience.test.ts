@@ -42,6 +42,11 @@ for (const store of testStores()) {
       for (let id = 1; id <= 10; id++)
         assert.equal((await ctx.post(`{"id":${id},"name":"P${id}"}`)).status, 200)
       await waitFor('all ten at the healthy subscriber', () => healthy.acknowledged().size === 10, 8_000)
+      // The healthy one can finish before the hanging ones have claimed their share: wait for them to
+      // hold what a shared limit of 64 would allow, then a new plant must still reach it.
+      await waitFor('64 sends held by the hanging ones', () => hanging.holding.length >= 64, 8_000)
+      assert.equal((await ctx.post('{"id":11,"name":"P11"}')).status, 200)
+      await waitFor('all eleven at the healthy subscriber', () => healthy.acknowledged().size === 11, 8_000)
       assert.ok(hanging.holding.length >= 64, `only ${hanging.holding.length} sends held by the hanging ones`)
     })
 
