@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import secureJson from 'secure-json-parse'
 import { ApiError } from '../errors.js'
 import { topLevelMemberLiteral } from './json-member-literal.js'
+import { describeJsonSyntaxError } from './json-syntax-error.js'
 
 /** Where the parser leaves the exact text of a top-level `id` that JSON.parse may have rounded. */
 export const exactIdLiteral = Symbol('exactIdLiteral')
@@ -68,7 +69,7 @@ export function parseJsonObject(raw: Buffer): JsonObject {
       throw new ApiError('VALIDATION_FAILED', `body ${rule}`, { details: [{ field: 'body', rule }] })
     }
     if (error instanceof RangeError) throw malformed('body is nested too deeply')
-    throw malformed(`body is not valid JSON: ${withoutEcho((error as Error).message)}`)
+    throw malformed(`body is not valid JSON: ${describeJsonSyntaxError(text)}`)
   }
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw malformed(
@@ -91,14 +92,6 @@ export function parseJsonObject(raw: Buffer): JsonObject {
   }
   return object
 }
-
-/**
- * V8 quotes the body back in some messages (`Unexpected token '+', "{"id":+1}" is not valid
- * JSON`, with ellipses once it is long): the client sent it, and an error message is no place to
- * echo request bytes. What is left still says what was wrong.
- */
-const withoutEcho = (message: string) =>
-  message.replace(/, (?:\.\.\.)?".*"(?:\.\.\.)? is not valid JSON$/s, '')
 
 /**
  * A JSON number without a `.` or an exponent is a plain integer, which JSON.parse reads exactly

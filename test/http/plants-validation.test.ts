@@ -256,11 +256,16 @@ for (const store of testStores()) {
 
     it('says what is wrong with malformed JSON without quoting the body back', async () => {
       for (const [body, message] of [
-        ['{"id":+1,"name":"echo me"}', "body is not valid JSON: Unexpected token '+'"],
-        [`[${'1,'.repeat(50)}]`, "body is not valid JSON: Unexpected token ']'"],
+        ['{"id":+1,"name":"echo me"}', 'body is not valid JSON: unexpected character at line 1, column 7'],
+        [`[${'1,'.repeat(50)}]`, 'body is not valid JSON: expected a value at line 1, column 102'],
+        ['{"id":1,"name":"x"} trailing', 'body is not valid JSON: unexpected character at line 1, column 21'],
         [
-          '{"id":1,"name":"x"} trailing',
-          'body is not valid JSON: Unexpected non-whitespace character after JSON at position 20',
+          '{"id":1,\n "name":"x",\n}',
+          'body is not valid JSON: expected a property name in double quotes at line 3, column 1',
+        ],
+        [
+          '{"id":1,"name":"a\u0001"}',
+          'body is not valid JSON: control character in a string must be escaped at line 1, column 16',
         ],
       ]) {
         const response = await post(body as string)
