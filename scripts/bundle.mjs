@@ -29,7 +29,15 @@ await build({
   // pg-native is pg's optional native binding, which this service does not use. OpenTelemetry
   // and pino-pretty are imported only when asked for (OTEL_EXPORTER_OTLP_ENDPOINT,
   // LOG_FORMAT=pretty): left outside, they cost a service that does not use them nothing.
-  external: ['better-sqlite3', '@fastify/swagger-ui', 'pg-native', 'pino-pretty', '@opentelemetry/*'],
+  // jsonc-parser's main file is a UMD module whose require() calls esbuild cannot follow.
+  external: [
+    'better-sqlite3',
+    '@fastify/swagger-ui',
+    'pg-native',
+    'pino-pretty',
+    '@opentelemetry/*',
+    'jsonc-parser',
+  ],
   // Most dependencies are CommonJS and call require(); an ES module has none of its own.
   banner: {
     js: "import { createRequire as __createRequire } from 'node:module';\nconst require = __createRequire(import.meta.url);",
