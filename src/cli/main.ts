@@ -4,6 +4,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ConfigError, loadConfig } from '../config.js'
 import { openStorage } from '../storage/open.js'
+import { nativeAddonMismatch } from '../storage/sqlite/native-addon.js'
 import type { Storage } from '../storage/storage.js'
 import { backupCommand } from './backup.js'
 import { completionCommand } from './completion.js'
@@ -112,6 +113,12 @@ main(argv)
     }
     if (error instanceof ConfigError || error instanceof CommandError) {
       process.stderr.write(`plant-store: ${error.message}\n`)
+      process.exit(1)
+    }
+    // Commands that open SQLite themselves (backup) meet a mismatched addon here.
+    const mismatch = nativeAddonMismatch(error)
+    if (mismatch) {
+      process.stderr.write(`plant-store: ${mismatch}\n`)
       process.exit(1)
     }
     process.stderr.write(

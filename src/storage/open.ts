@@ -1,4 +1,5 @@
 import { ConfigError, type Config } from '../config.js'
+import { nativeAddonMismatch } from './sqlite/native-addon.js'
 import { SqliteStorage } from './sqlite/sqlite-storage.js'
 import type { CommitObserver, Storage } from './storage.js'
 
@@ -42,6 +43,9 @@ export async function openStorage(
       observer: options.observer,
     })
   } catch (error) {
+    // Not the store's fault: the same path opens once the addon matches this Node.js.
+    const mismatch = nativeAddonMismatch(error)
+    if (mismatch) throw new ConfigError(mismatch, { cause: error })
     throw new ConfigError(
       `PLANT_STORE_DB: cannot open the SQLite store ${config.dbPath}: ${(error as Error).message}`,
       { cause: error },
