@@ -37,7 +37,7 @@ case "$mode" in
     node scripts/smoke.mjs
     node scripts/run-tests.mjs -- dist/test/client dist/test/browser
     # The checkout CI started in holds an addon built for another line: the CLI must say so.
-    hint="$(PLANT_STORE_DB="$work/hint.db" node "$here/dist/bundle/main.js" tokens list 2>&1 || true)"
+    hint="$(PLANT_STORE_DB="$work/hint.db" node "$here/dist/bundle/main.js" tokens create --name hint 2>&1 || true)"
     if [[ "$(node -p process.versions.modules)" != "$machine_abi" && -f "$here/dist/bundle/main.js" ]]; then
       grep -q 'npm rebuild better-sqlite3' <<<"$hint" || { echo "node-line: no rebuild hint: $hint" >&2; exit 1; }
       echo "node-line: a store opened with another line's addon says: ${hint#plant-store: }"

@@ -231,7 +231,7 @@ describe('memory under a flood of made-up tokens', () => {
   const rssMiB = (pid: number) =>
     Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024
 
-  it('does not keep what clients send as tokens: 4,000 distinct 15 KB secrets leave RSS flat', async (t) => {
+  it('does not keep what clients send as tokens: 8,000 distinct 15 KB secrets leave RSS flat', async (t) => {
     // Failures are not rate limited here: this is about what the service keeps of each one.
     service = await spawnService({
       PLANT_STORE_DB: path.join(dir, 'flood.db'),
@@ -255,22 +255,26 @@ describe('memory under a flood of made-up tokens', () => {
           )
           .on('error', reject)
       })
-    // Warm up first, so what follows measures what is kept, not the first allocations.
-    for (let i = 0; i < 200; i += 16) await Promise.all(Array.from({ length: 16 }, (_, k) => send(i + k)))
-    const before = rssMiB(pid)
     const statuses = new Set<number>()
-    for (let i = 1000; i < 5000; i += 16) {
-      for (const status of await Promise.all(Array.from({ length: 16 }, (_, k) => send(i + k)))) {
-        statuses.add(status)
+    const flood = async (from: number, to: number) => {
+      for (let i = from; i < to; i += 16) {
+        for (const status of await Promise.all(Array.from({ length: 16 }, (_, k) => send(i + k)))) {
+          statuses.add(status)
+        }
       }
     }
+    // The first 4,000 fill the young generation to the size the garbage collector settles on
+    // (some 30 MiB on Node 26, under 10 on Node 20); what follows measures what is kept.
+    await flood(0, 4000)
+    const before = rssMiB(pid)
+    await flood(4000, 12_000)
     agent.destroy()
     const grown = rssMiB(pid) - before
     t.diagnostic(
-      `RSS ${before.toFixed(0)} MiB before, grew ${grown.toFixed(1)} MiB over 4,000 secrets (60 MB)`,
+      `RSS ${before.toFixed(0)} MiB after 4,000 secrets, grew ${grown.toFixed(1)} MiB over 8,000 more (120 MB)`,
     )
     assert.deepEqual([...statuses], [401])
-    // Kept, they would be 60 MB; transient garbage in the young generation stays well under this.
-    assert.ok(grown < 40, `RSS grew ${grown.toFixed(1)} MiB`)
+    // Kept, they would be 120 MB; transient garbage stays well under this.
+    assert.ok(grown < 50, `RSS grew ${grown.toFixed(1)} MiB`)
   })
 })
