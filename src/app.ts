@@ -134,7 +134,7 @@ export async function buildApp(
     perAddress: config.maxConnectionsPerAddress,
     trustProxy: config.trustProxy,
   })
-  await registerLoadShedding(app, config)
+  registerLoadShedding(app, config)
   installLingeringClose(app, { ms: config.lingerMs, bytes: config.lingerBytes })
   app.addHook('onRequest', refuseUnsupportedFraming)
   app.addHook('onRequest', requireHost)

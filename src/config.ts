@@ -1,7 +1,7 @@
 import { isIP } from 'node:net'
 import path from 'node:path'
 import { getHeapStatistics } from 'node:v8'
-import { defaultMaxConnections } from './http/connection-limits.js'
+import { descriptorBudget } from './descriptor-budget.js'
 
 /**
  * Every setting the service reads from the environment, with its default and the rule it must
@@ -80,11 +80,11 @@ export interface Config {
    */
   tracing: boolean
   /**
-   * `MAX_CONNECTIONS`: open connections past which Node closes new ones at once. Default: the
-   * process's open-file limit less a tenth (at least 64) for the store, the pool and the logs.
+   * `MAX_CONNECTIONS`: open connections past which new ones are answered 503 and closed. Default:
+   * what the descriptor budget (descriptor-budget.ts) leaves of the process's open-file limit.
    */
   maxConnections: number
-  /** `MAX_CONNECTIONS_PER_ADDRESS`, default 256, 0 for none: open connections one client address may hold. */
+  /** `MAX_CONNECTIONS_PER_ADDRESS`, default 1024, 0 for none: open connections one client address (IPv6: /64) may hold. */
   maxConnectionsPerAddress: number
   /** `AUTH_FAILURE_LIMIT`, default 100, 0 for none: failed authentications per address per window. */
   authFailureLimit: number
@@ -317,8 +317,9 @@ export function loadConfig(env: Env = process.env, terminal = process.stdout.isT
     metricsPort: undefined,
     logFormat: oneOf(env, 'LOG_FORMAT', terminal ? 'pretty' : 'json', ['json', 'pretty']),
     tracing: tracing(env),
-    maxConnections: int(env, 'MAX_CONNECTIONS', defaultMaxConnections(), 1, 10_000_000),
-    maxConnectionsPerAddress: int(env, 'MAX_CONNECTIONS_PER_ADDRESS', 256, 0, 10_000_000),
+    // Set below, from the budget of the settings above.
+    maxConnections: 0,
+    maxConnectionsPerAddress: int(env, 'MAX_CONNECTIONS_PER_ADDRESS', 1024, 0, 10_000_000),
     authFailureLimit: int(env, 'AUTH_FAILURE_LIMIT', 100, 0, 10_000_000),
     authFailureWindowMs: int(env, 'AUTH_FAILURE_WINDOW_MS', 60_000, 1_000, 86_400_000),
     tokenRateLimit: int(env, 'TOKEN_RATE_LIMIT', 0, 0, 10_000_000),
@@ -329,6 +330,7 @@ export function loadConfig(env: Env = process.env, terminal = process.stdout.isT
     lingerBytes: bytes(env, 'LINGER_BYTES', 1024 * 1024),
   }
   config.metricsPort = config.metrics ? metricsPort(env, config.port) : undefined
+  config.maxConnections = int(env, 'MAX_CONNECTIONS', descriptorBudget(config).maxConnections, 1, 10_000_000)
   // Node enforces a request timeout only when it is at least the headers timeout (its own rule,
   // checked only when both are passed to createServer, which Fastify does not do): a probe's body
   // trickled for 5 s under REQUEST_TIMEOUT_MS=2000 with the default 9 s headers timeout.

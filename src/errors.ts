@@ -48,6 +48,11 @@ export const errorCatalog = {
     description:
       'The service sheds load: its event loop lags or its heap is nearly full; retry after the Retry-After delay.',
   },
+  TOO_MANY_CONNECTIONS: {
+    status: 503,
+    description:
+      'The service holds as many connections as it may (MAX_CONNECTIONS), or this client address holds MAX_CONNECTIONS_PER_ADDRESS; the connection is closed after this answer; retry after the Retry-After delay.',
+  },
   STORE_UNAVAILABLE: {
     status: 503,
     description: 'The database cannot be reached; retry after the Retry-After delay.',

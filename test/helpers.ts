@@ -128,7 +128,7 @@ export interface SpawnedService {
 export async function spawnService(
   env: Record<string, string>,
   args: string[] = [],
-  { viaNpm }: { viaNpm?: 'start' | 'cli' } = {},
+  { viaNpm, fileLimit }: { viaNpm?: 'start' | 'cli'; fileLimit?: number } = {},
 ): Promise<SpawnedService> {
   // Info level: the listening line tells the port, and tests read the request log.
   const options: SpawnOptions = {
@@ -143,7 +143,14 @@ export async function spawnService(
         [...npmArgs[viaNpm], '--silent', '--', ...(viaNpm === 'cli' ? ['serve'] : []), ...args],
         options,
       )
-    : spawn(process.execPath, [cliPath, 'serve', ...args], options)
+    : fileLimit
+      ? // `ulimit -n` in a shell that then becomes the service: its open-file limit, soft and hard.
+        spawn(
+          'bash',
+          ['-c', `ulimit -n ${fileLimit} && exec "$0" "$@"`, process.execPath, cliPath, 'serve', ...args],
+          options,
+        )
+      : spawn(process.execPath, [cliPath, 'serve', ...args], options)
   let output = ''
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
   const url = await new Promise<string>((resolve, reject) => {

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import proxyAddr from '@fastify/proxy-addr'
+import { normalizeIP } from '@fastify/rate-limit'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from '../config.js'
 
@@ -21,4 +22,13 @@ export function installClientAddress(app: FastifyInstance, trustProxy: Config['t
     if (!req.socket) return undefined
     return proxyAddr.all(req, trust).at(-1)
   })
+}
+
+/**
+ * The key a client is counted under by the per-address limits (failed authentications, open
+ * connections): an IPv6 address by its /64, which one customer usually gets whole; an
+ * IPv4-mapped IPv6 address as the IPv4 address.
+ */
+export function addressKey(address: string): string {
+  return normalizeIP(address, 64)
 }

@@ -1,34 +1,10 @@
-import { readFileSync } from 'node:fs'
 import type { Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import proxyAddr from '@fastify/proxy-addr'
-import { noteRefusal } from './refusals.js'
-
-/** The open-file limit assumed where /proc/self/limits cannot be read (not Linux): a common default. */
-const FALLBACK_FILE_LIMIT = 1024
-
-/** The soft limit on open files of this process, from Linux's /proc/self/limits. */
-export function openFileLimit(limits?: string): number {
-  let text = limits
-  try {
-    text ??= readFileSync('/proc/self/limits', 'utf8')
-  } catch {
-    return FALLBACK_FILE_LIMIT
-  }
-  const line = text.split('\n').find((row) => row.startsWith('Max open files'))
-  const soft = line?.slice('Max open files'.length).trim().split(' ')[0]
-  if (soft === 'unlimited') return 1_048_576
-  return soft && /^\d+$/.test(soft) ? Number(soft) : FALLBACK_FILE_LIMIT
-}
-
-/**
- * Connections past which new ones are closed at once, so that the process keeps descriptors for
- * its store, its pool, webhook sends and logs: the file limit less a tenth, at least 64 less.
- */
-export function defaultMaxConnections(limits?: string): number {
-  const files = openFileLimit(limits)
-  return Math.max(1, files - Math.max(64, Math.floor(files / 10)))
-}
+import { openFileLimit, refusalReserve } from '../descriptor-budget.js'
+import { ApiError } from '../errors.js'
+import { addressKey } from './client-address.js'
+import { noteRefusal, type RefusalKind } from './refusals.js'
 
 export interface ConnectionLimits {
   max: number
@@ -38,33 +14,75 @@ export interface ConnectionLimits {
   trustProxy: boolean | string[]
 }
 
+/** Seconds a refused client is asked to wait: a connection's place frees as soon as one closes. */
+const RETRY_AFTER_S = 1
+
+/** How long a refused connection has to send its request head before it is closed unanswered. */
+export const REFUSED_HEAD_MS = 2_000
+
+const refused = Symbol('refusedConnection')
+type CappedSocket = Socket & { [refused]?: RefusalKind }
+
 /**
- * Caps open connections in all (Node's `maxConnections`, which closes the extra ones before any
- * byte is read) and per client address: a connection over its address's cap is closed before Node
- * reads from it, so idle sockets from one address cannot take every descriptor.
+ * Caps open connections in all and per client address (IPv6 by /64, as the failed-auth limit
+ * counts). A connection over a cap is not closed unread: Node's parser reads its request head, the
+ * first onRequest hook answers it 503 in the Error shape with Retry-After and Connection: close, as
+ * nginx's limit_conn does, and it closes; one that sends no head within REFUSED_HEAD_MS is closed.
+ * Only past the cap and a reserve of descriptors for those answers does Node close connections
+ * before reading them. Costs one symbol read per request.
  */
 export function limitConnections(app: FastifyInstance, limits: ConnectionLimits): void {
   const server = app.server
-  server.maxConnections = limits.max
+  server.maxConnections = limits.max + refusalReserve(openFileLimit())
   server.on('drop', () => noteRefusal('connections'))
-  if (limits.perAddress === 0 || limits.trustProxy === true) return
-  const trusted = proxyAddr.compile(limits.trustProxy || [])
-  const open = new Map<string, number>()
-  // Before Node's own listener, so that a refused socket is closed before its parser reads.
-  server.prependListener('connection', (socket: Socket) => {
+  // accept() failing with no descriptor left is an 'error' on the server: without a listener, a crash.
+  server.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.syscall !== 'accept') return
+    noteRefusal('connections')
+    app.log.warn({ err: error }, 'could not accept a connection')
+  })
+  const perAddress = limits.perAddress === 0 || limits.trustProxy === true ? 0 : limits.perAddress
+  const trusted = proxyAddr.compile(limits.trustProxy === true ? [] : limits.trustProxy || [])
+  const perKey = new Map<string, number>()
+  let served = 0
+  // Before Node's own listener, so that the mark is there before its parser reads.
+  server.prependListener('connection', (socket: CappedSocket) => {
     const address = socket.remoteAddress
-    if (address === undefined || trusted(address, 0)) return
-    const count = open.get(address) ?? 0
-    if (count >= limits.perAddress) {
-      noteRefusal('connections-per-address')
-      socket.destroy()
-      return
-    }
-    open.set(address, count + 1)
+    const key =
+      perAddress > 0 && address !== undefined && !trusted(address, 0) ? addressKey(address) : undefined
+    const count = key === undefined ? 0 : (perKey.get(key) ?? 0)
+    const over: RefusalKind | undefined =
+      served >= limits.max
+        ? 'connections'
+        : key !== undefined && count >= perAddress
+          ? 'connections-per-address'
+          : undefined
+    if (over) return refuse(socket, over)
+    served++
+    if (key !== undefined) perKey.set(key, count + 1)
     socket.once('close', () => {
-      const left = (open.get(address) ?? 1) - 1
-      if (left === 0) open.delete(address)
-      else open.set(address, left)
+      served--
+      if (key === undefined) return
+      const left = (perKey.get(key) ?? 1) - 1
+      if (left === 0) perKey.delete(key)
+      else perKey.set(key, left)
     })
   })
+  app.addHook('onRequest', (request, _reply, done) => {
+    const kind = (request.raw.socket as CappedSocket | null)?.[refused]
+    if (kind === undefined) return done()
+    const message =
+      kind === 'connections'
+        ? `the service holds as many connections as it may (${limits.max}); this one is closed; retry after ${RETRY_AFTER_S} s`
+        : `this client address holds as many connections as it may (${perAddress}); this one is closed; retry after ${RETRY_AFTER_S} s`
+    const headers = { 'retry-after': String(RETRY_AFTER_S), connection: 'close' }
+    done(new ApiError('TOO_MANY_CONNECTIONS', message, { headers }))
+  })
+}
+
+function refuse(socket: CappedSocket, kind: RefusalKind): void {
+  noteRefusal(kind)
+  socket[refused] = kind
+  // Refused connections must not hold descriptors for long: one that stays silent is closed.
+  socket.setTimeout(REFUSED_HEAD_MS, () => socket.destroy())
 }

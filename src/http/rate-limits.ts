@@ -1,7 +1,8 @@
-import rateLimit, { normalizeIP } from '@fastify/rate-limit'
+import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Config } from '../config.js'
 import { ApiError } from '../errors.js'
+import { addressKey } from './client-address.js'
 import { noteRefusal, type RefusalKind } from './refusals.js'
 
 /**
@@ -50,7 +51,7 @@ export async function registerRateLimits(app: FastifyInstance, config: Config): 
     'auth-failures',
     config.authFailureLimit,
     config.authFailureWindowMs,
-    (request) => `auth-failures ${normalizeIP(request.ip)}`,
+    (request) => `auth-failures ${addressKey(request.ip)}`,
     `more than ${config.authFailureLimit} failed authentications from this address in ${config.authFailureWindowMs / 1000} s`,
   )
   const perToken = limit(

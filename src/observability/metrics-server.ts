@@ -2,6 +2,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import client from 'prom-client'
 import type { Config } from '../config.js'
+import { METRICS_MAX_CONNECTIONS } from '../descriptor-budget.js'
 import { metricsRegistry } from './metrics.js'
 
 /** A metrics listener on METRICS_PORT, for a scraper on a private network. */
@@ -16,11 +17,21 @@ export interface MetricsServer {
  * the workers answering through answerClusterScrapes.
  */
 export async function startMetricsServer(
-  config: Pick<Config, 'host' | 'metricsPort'>,
+  config: Pick<
+    Config,
+    'host' | 'metricsPort' | 'headersTimeoutMs' | 'requestTimeoutMs' | 'keepAliveTimeoutMs'
+  >,
   { cluster = false }: { cluster?: boolean } = {},
 ): Promise<MetricsServer> {
   const aggregator = cluster ? new client.AggregatorRegistry() : undefined
-  const server = http.createServer((request, response) => {
+  // Capped and timed out as the API is (app.ts), within the descriptor budget: a flood of idle
+  // connections here must not take the descriptors the API and the store need.
+  const options: http.ServerOptions = {
+    headersTimeout: config.headersTimeoutMs,
+    requestTimeout: config.requestTimeoutMs,
+    connectionsCheckingInterval: 500,
+  }
+  const server = http.createServer(options, (request, response) => {
     const path = (request.url ?? '').split('?')[0]
     if (path !== '/metrics' || (request.method !== 'GET' && request.method !== 'HEAD')) {
       const status = path === '/metrics' ? 405 : 404
@@ -49,10 +60,18 @@ export async function startMetricsServer(
       },
     )
   })
+  server.keepAliveTimeout = config.keepAliveTimeoutMs
+  server.maxConnections = METRICS_MAX_CONNECTIONS
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
-    server.listen({ port: config.metricsPort, host: config.host }, () => resolve())
+    server.listen({ port: config.metricsPort, host: config.host }, () => {
+      server.removeListener('error', reject)
+      resolve()
+    })
   })
+  // accept() failing with no descriptor left is an 'error' event: without a listener, a crash.
+  // The scraper retries at its next interval.
+  server.on('error', () => {})
   const { address, port } = server.address() as AddressInfo
   const host = address.includes(':') ? `[${address}]` : address
   return {

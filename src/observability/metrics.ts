@@ -82,6 +82,10 @@ const loadShed = new client.Counter({
   name: `${PREFIX}load_shed_total`,
   help: 'Requests refused with 503 because the process was overloaded',
 })
+const sampleFailures = new client.Counter({
+  name: `${PREFIX}load_shed_sample_failures_total`,
+  help: "Load shedding's once-a-second samples that failed (their previous values are kept)",
+})
 
 /** The numbers a store adapter gives the metrics at each scrape. */
 export interface StoreGauges {
@@ -182,5 +186,8 @@ export const countRateLimited = (limit: string): void => rateLimited.inc({ limit
 
 /** For load shedding: one request refused because the process was overloaded. */
 export const countLoadShed = (): void => loadShed.inc()
+
+/** For load shedding: one sample of the event loop or the heap that failed. */
+export const countSampleFailure = (): void => sampleFailures.inc()
 
 export const metricsRegistry = client.register

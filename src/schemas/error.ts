@@ -39,7 +39,8 @@ const statusText: Record<number, string> = {
   429: 'Too many failed authentications from this address, or too many requests with this token',
   500: 'Unexpected server error',
   503:
-    'Store unavailable, or the service sheds load (OVERLOADED); retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or ' +
+    'Store unavailable, the service sheds load (OVERLOADED), or the connection is over a connection cap (TOO_MANY_CONNECTIONS, then closed); ' +
+    'retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or ' +
     'may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 ' +
     'if the first one happened).',
 }

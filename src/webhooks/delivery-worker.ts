@@ -8,6 +8,7 @@ import { type BackoffPolicy, nextRetryAt } from './backoff.js'
 import { countWebhookAttempt } from '../observability/metrics.js'
 import { tracedDelivery, tracedWebhookSend } from '../observability/trace-hooks.js'
 import { sendWebhook } from './send-webhook.js'
+import { mostWebhookSends, WEBHOOK_MAX_IN_FLIGHT, WEBHOOK_PER_SUBSCRIPTION } from './concurrency.js'
 
 /** The pino methods the worker uses; Fastify's `app.log` fits. */
 export type WorkerLogger = Pick<FastifyBaseLogger, 'debug' | 'info' | 'warn' | 'error'> & {
@@ -66,6 +67,7 @@ const levelFor = (error: unknown) => (error instanceof StoreUnavailableError ? '
  * `perSubscription` sends per subscriber are in flight (a claim may add up to that many again while
  * some are still running, so the hard bound is below twice that), and `maxInFlight` across the
  * subscribers below that limit: however many subscribers hang, the healthy ones keep their share.
+ * In all, never more than twice `maxInFlight` (mostWebhookSends), which the descriptor budget reserves.
  *
  * Guarantees come from the store: a delivery is leased to this worker until `now + webhookLeaseMs`
  * and recordAttempt is ignored once the lease went to another owner. A crash simply lets the lease
@@ -78,6 +80,7 @@ export class DeliveryWorker implements Background {
   private readonly log: WorkerLogger
   private readonly policy: BackoffPolicy
   private readonly maxInFlight: number
+  private readonly maxSends: number
   private readonly perSubscription: number
   private readonly stopGraceMs: number
   private readonly inFlight = new Map<string, InFlight>()
@@ -100,8 +103,9 @@ export class DeliveryWorker implements Background {
       maxMs: options.config.webhookBackoffMaxMs,
       maxAttempts: options.config.webhookMaxAttempts,
     }
-    this.maxInFlight = options.maxInFlight ?? 64
-    this.perSubscription = options.perSubscription ?? 4
+    this.maxInFlight = options.maxInFlight ?? WEBHOOK_MAX_IN_FLIGHT
+    this.maxSends = mostWebhookSends(this.maxInFlight)
+    this.perSubscription = options.perSubscription ?? WEBHOOK_PER_SUBSCRIPTION
     this.stopGraceMs = options.stopGraceMs ?? 5_000
     this.owner = options.owner ?? workerOwnerId()
   }
@@ -160,7 +164,11 @@ export class DeliveryWorker implements Background {
     // Sends held by subscribers at their own limit (the slow ones) do not count against the shared
     // limit: otherwise sixteen hanging subscribers would fill it and hold up every healthy one.
     const heldBySaturated = saturated.reduce((sum, id) => sum + (this.perSubscriber.get(id) ?? 0), 0)
-    const free = this.maxInFlight - (this.inFlight.size - heldBySaturated)
+    // However many subscribers hang, the sends (a socket each) stay within the descriptor budget.
+    const free = Math.min(
+      this.maxInFlight - (this.inFlight.size - heldBySaturated),
+      this.maxSends - this.inFlight.size,
+    )
     if (free <= 0) return
     const now = new Date()
     let claimed: LeasedDelivery[]
