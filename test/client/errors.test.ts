@@ -134,6 +134,17 @@ describe('@plant-store/client: errors', () => {
     await fails(call, { status: 0, code: 'ABORTED' })
   })
 
+  it('reports an AbortSignal.timeout() passed as signal as TIMEOUT, not ABORTED', async () => {
+    proxy.script.push('hold')
+    await assert.rejects(proxied.getPlant(1n, { signal: AbortSignal.timeout(200) }), (error: unknown) => {
+      assert.ok(error instanceof PlantStoreError, String(error))
+      assert.equal(error.status, 0)
+      assert.equal(error.code, 'TIMEOUT')
+      assert.equal((error.cause as Error).name, 'TimeoutError')
+      return true
+    })
+  })
+
   it('reports a refused connection as NETWORK_ERROR', async () => {
     const nowhere = new PlantStoreClient({ baseUrl: `http://127.0.0.1:${await freePort()}`, token })
     await fails(nowhere.getPlant(1n), { status: 0, code: 'NETWORK_ERROR' })

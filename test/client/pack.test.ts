@@ -1,6 +1,7 @@
 /**
- * `npm pack` of the client workspace installs into an empty folder on its own (no server
- * dependency comes with it) and runs a create-and-read script there against a running service.
+ * `npm pack` of the client workspace makes a tarball with its README and LICENSE, which installs
+ * into an empty folder on its own (no server dependency comes with it) and runs a create-and-read
+ * script there against a running service.
  */
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
@@ -39,6 +40,19 @@ it('packs into a tarball that installs into an empty folder and creates and read
   )
   const [tarball] = readdirSync(packDir).filter((name) => name.endsWith('.tgz'))
   assert.match(tarball ?? '', /^plant-store-client-\d+\.\d+\.\d+\.tgz$/)
+  const { stdout: listing } = await run('tar', ['-tzf', path.join(packDir, tarball!)])
+  const files = listing.split('\n').filter(Boolean)
+  for (const file of [
+    'package/README.md',
+    'package/LICENSE',
+    'package/dist/index.js',
+    'package/dist/index.d.ts',
+  ])
+    assert.ok(files.includes(file), `${file} in the tarball: ${files.join(' ')}`)
+  const readme = await run('tar', ['-xzOf', path.join(packDir, tarball!), 'package/README.md'])
+  assert.match(readme.stdout, /^# @plant-store\/client\n/)
+  const license = await run('tar', ['-xzOf', path.join(packDir, tarball!), 'package/LICENSE'])
+  assert.match(license.stdout, /^MIT License\n/)
 
   const appDir = tempDir('plant-store-client-app-')
   writeFileSync(

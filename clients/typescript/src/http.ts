@@ -67,11 +67,26 @@ function failure(
 ): PlantStoreError {
   if (timeout.aborted)
     return new PlantStoreError(0, 'TIMEOUT', `no answer within ${timeoutMs} ms`, { cause: error })
-  if (signal.aborted)
+  if (signal.aborted) {
+    // AbortSignal.timeout() aborts with a DOMException named TimeoutError: a timeout, not a cancel.
+    if ((signal.reason as { name?: unknown } | undefined)?.name === 'TimeoutError')
+      return new PlantStoreError(0, 'TIMEOUT', "no answer before the call's signal timed out", {
+        cause: signal.reason,
+      })
     return new PlantStoreError(0, 'ABORTED', 'the call was aborted', { cause: signal.reason })
-  return new PlantStoreError(0, 'NETWORK_ERROR', `the request failed: ${(error as Error).message}`, {
-    cause: error,
-  })
+  }
+  let message = `the request failed: ${(error as Error).message}`
+  // A browser reports a CORS refusal as a bare TypeError ("Failed to fetch"), the same as a dead host.
+  if (error instanceof TypeError && inBrowser()) {
+    const origin = (globalThis as { location?: { origin?: string } }).location?.origin
+    message += ` (a browser reports a CORS refusal this way too: check that the service's CORS_ORIGINS lists this page's origin${origin ? `, ${origin}` : ''})`
+  }
+  return new PlantStoreError(0, 'NETWORK_ERROR', message, { cause: error })
+}
+
+/** A page or a worker in a browser, where fetch applies CORS; not Node.js. */
+function inBrowser(): boolean {
+  return typeof document !== 'undefined' || 'WorkerGlobalScope' in globalThis
 }
 
 /** Milliseconds to wait before the next attempt. */

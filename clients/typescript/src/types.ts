@@ -1,25 +1,60 @@
-import type { components, operations } from './generated/openapi.js'
+import type { components } from './generated/openapi.js'
 
 type Schemas = components['schemas']
 
-/** A plant as a create answers it: the seed's Plant, no id. */
-export type Plant = Schemas['Plant']
+/*
+ * The public types are named interfaces, so an editor shows `Plant` or `StoredPlant` rather than
+ * the generated shape they come from. `InStep` below fails the build when one drifts from the
+ * document's generated types (ids aside: bigint here, `number` there).
+ */
 
-/** A plant to create. The generated type says `number` for the id; here it is exact. */
-export type NewPlant = Omit<Schemas['StoredPlant'], 'id'> & { id: bigint }
+/** A plant as a create answers it: the seed's Plant, no id. */
+export interface Plant {
+  /** The name of the plant. */
+  name: string
+  /** Tag that specifies the type. */
+  tag?: string
+}
+
+/** A plant to create: its exact int64 id, a name and an optional tag. */
+export interface NewPlant {
+  /** Any int64, exact: `9007199254740993n`. */
+  id: bigint
+  /** The name of the plant. */
+  name: string
+  /** Tag that specifies the type. */
+  tag?: string
+}
 
 /** A stored plant as read back, its id exact. */
-export type StoredPlant = Omit<Schemas['StoredPlant'], 'id'> & { id: bigint }
+export interface StoredPlant {
+  /** Any int64, exact. */
+  id: bigint
+  /** The name of the plant. */
+  name: string
+  /** Tag that specifies the type. */
+  tag?: string
+}
 
 /** The stable codes of the service's error catalog. */
 export type ErrorCode = NonNullable<Schemas['Error']['code']>
 
 /** One field at fault in an error answer. */
-export type ErrorDetail = NonNullable<Schemas['Error']['details']>[number]
+export interface ErrorDetail {
+  /** The field, parameter or header at fault. */
+  field: string
+  /** The rule it broke. */
+  rule: string
+}
 
-/** Filters and page size of one list call; `after` is an exact id. */
-export type ListOptions = Omit<NonNullable<operations['listPlants']['parameters']['query']>, 'after'> & {
+/** Filters and page size of one list call. */
+export interface ListOptions {
+  /** Page size, 1 to 1000. */
+  limit?: number
+  /** Keyset cursor, an exact id: only plants with a larger id are listed. */
   after?: bigint
+  /** Only plants with exactly this tag. */
+  tag?: string
 }
 
 /** One page of plants and, when more remain, the URL of the next page (from `Link: rel="next"`). */
@@ -30,7 +65,7 @@ export interface PlantPage {
 
 /** Per-call options. */
 export interface CallOptions {
-  /** Aborts the call, retries and waits included. */
+  /** Aborts the call, retries and waits included; an `AbortSignal.timeout()` is reported as TIMEOUT. */
   signal?: AbortSignal
   /** Overrides the client's timeout for this call, retries and waits included. */
   timeoutMs?: number
