@@ -43,12 +43,23 @@ export async function exportCommand(open: OpenStore, args: string[]): Promise<vo
   process.stderr.write(`exported ${count(exported)} plants${file ? ` to ${file}` : ''}\n`)
 }
 
+const { O_WRONLY, O_CREAT, O_EXCL, O_TRUNC, O_NOFOLLOW } = fs.constants
+
+/**
+ * A new file private to its owner, as a backup is; with `--force` an existing one is truncated,
+ * but never through a symbolic link (O_NOFOLLOW), which could point at any file this user may write.
+ */
 function openOutput(file: string, force: boolean): Writable {
+  const flags = O_WRONLY | O_CREAT | (force ? O_TRUNC | O_NOFOLLOW : O_EXCL)
   try {
-    return fs.createWriteStream(file, { fd: fs.openSync(file, force ? 'w' : 'wx') })
+    return fs.createWriteStream(file, { fd: fs.openSync(file, flags, 0o600) })
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
     if (code === 'EEXIST') throw new CommandError(`${file} already exists; choose a new file or pass --force`)
+    if (code === 'ELOOP')
+      throw new CommandError(
+        `${file} is a symbolic link; export --force does not follow one, name the file itself`,
+      )
     throw new CommandError(`cannot write ${file}: ${code ?? (error as Error).message}`)
   }
 }

@@ -116,11 +116,25 @@ export async function importCommand(open: OpenStore, args: string[]): Promise<vo
   }
 }
 
+/**
+ * Opens FILE, a regular file or a pipe (`import <(zcat plants.ndjson.gz)`); a directory opens
+ * without error on Linux and would fail only once read, after the store was created.
+ */
 function openInput(file: string): { input: Readable; size: number } {
+  let fd: number
+  let stat: fs.Stats
   try {
-    const fd = fs.openSync(file, 'r')
-    return { input: fs.createReadStream('', { fd }), size: fs.fstatSync(fd).size }
+    fd = fs.openSync(file, 'r')
+    stat = fs.fstatSync(fd)
   } catch (error) {
     throw new CommandError(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`)
   }
+  if (!stat.isFile() && !stat.isFIFO()) {
+    fs.closeSync(fd)
+    const what = stat.isDirectory() ? 'a directory' : 'not a regular file'
+    throw new CommandError(
+      `cannot read ${file}: it is ${what}; import reads an NDJSON file, or - for standard input`,
+    )
+  }
+  return { input: fs.createReadStream('', { fd }), size: stat.size }
 }
