@@ -3,7 +3,7 @@ import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.js'
 import { backupSqliteStore } from '../storage/sqlite/backup.js'
-import { CommandError, UsageError } from './output.js'
+import { CommandError, printError, UsageError } from './output.js'
 import { Progress, count, percent } from './progress.js'
 
 /**
@@ -37,7 +37,7 @@ export async function backupCommand(args: string[]): Promise<void> {
     throw error.code === 'EEXIST' && error.path === destination ? exists : error
   })
   progress.done(`${count(result.pages)} pages`)
-  process.stderr.write(`backed up ${config.dbPath} to ${destination} (${count(result.bytes)} bytes)\n`)
+  printError(`backed up ${config.dbPath} to ${destination} (${count(result.bytes)} bytes)`)
 }
 
 /** Whether anything, a dangling symbolic link included, is at `file`. */

@@ -3,7 +3,7 @@ import path from 'node:path'
 import type { Writable } from 'node:stream'
 import { parseArgs } from 'node:util'
 import type { OpenStore } from './open-store.js'
-import { CommandError, UsageError } from './output.js'
+import { CommandError, escapeControls, printError, UsageError } from './output.js'
 import { Progress, count } from './progress.js'
 
 /** Plants read per page: large enough to amortise the query, small enough for constant memory. */
@@ -33,14 +33,16 @@ export async function exportCommand(open: OpenStore, args: string[]): Promise<vo
     const page = await storage.exportPlants(after, PAGE)
     if (page.lines.length === 0) break
     // The reader of standard output going away (`| head`) ends the export quietly, as it ends a listing.
-    if ((await write(out, `${page.lines.join('\n')}\n`)) === 'closed') return
+    // On standard output (a terminal, maybe) DEL and C1 in a name are \u escapes: the same JSON value.
+    const text = `${page.lines.join('\n')}\n`
+    if ((await write(out, file ? text : escapeControls(text))) === 'closed') return
     exported += page.lines.length
     after = page.lastId
     progress.update(`${count(exported)} plants`)
   }
   if (file) await close(out)
   progress.done(`${count(exported)} plants`)
-  process.stderr.write(`exported ${count(exported)} plants${file ? ` to ${file}` : ''}\n`)
+  printError(`exported ${count(exported)} plants${file ? ` to ${file}` : ''}`)
 }
 
 const { O_WRONLY, O_CREAT, O_EXCL, O_TRUNC, O_NOFOLLOW } = fs.constants
