@@ -21,7 +21,8 @@ export function nonPublicRange(address: string): string | undefined {
   if (!ipaddr.isValid(address)) return 'unparsable'
   const parsed = ipaddr.process(address)
   const range = parsed.range()
-  if (range === 'unicast' && parsed.kind() === 'ipv6' && parsed.match(IPV4_COMPATIBLE)) return 'ipv4Compatible'
+  if (range === 'unicast' && parsed.kind() === 'ipv6' && parsed.match(IPV4_COMPATIBLE))
+    return 'ipv4Compatible'
   return range === 'unicast' ? undefined : range
 }
 
