@@ -89,6 +89,8 @@ export interface Config {
   /** `AUTH_FAILURE_LIMIT`, default 100, 0 for none: failed authentications per address per window. */
   authFailureLimit: number
   authFailureWindowMs: number
+  /** `AUTH_FAILURE_CLIENTS`, default 50,000: client addresses the failure limit counts at once. */
+  authFailureClients: number
   /** `TOKEN_RATE_LIMIT`, default 0 (none): requests one token may make per window. */
   tokenRateLimit: number
   tokenRateWindowMs: number
@@ -322,6 +324,7 @@ export function loadConfig(env: Env = process.env, terminal = process.stdout.isT
     maxConnectionsPerAddress: int(env, 'MAX_CONNECTIONS_PER_ADDRESS', 1024, 0, 10_000_000),
     authFailureLimit: int(env, 'AUTH_FAILURE_LIMIT', 100, 0, 10_000_000),
     authFailureWindowMs: int(env, 'AUTH_FAILURE_WINDOW_MS', 60_000, 1_000, 86_400_000),
+    authFailureClients: int(env, 'AUTH_FAILURE_CLIENTS', 50_000, 1, 10_000_000),
     tokenRateLimit: int(env, 'TOKEN_RATE_LIMIT', 0, 0, 10_000_000),
     tokenRateWindowMs: int(env, 'TOKEN_RATE_WINDOW_MS', 60_000, 1_000, 86_400_000),
     loadShedEventLoopDelayMs: int(env, 'LOAD_SHED_EVENT_LOOP_DELAY_MS', 1_000, 0, 600_000),

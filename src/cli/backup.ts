@@ -3,7 +3,7 @@ import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.js'
 import { backupSqliteStore } from '../storage/sqlite/backup.js'
-import { CommandError, UsageError } from './output.js'
+import { CommandError, printError, UsageError } from './output.js'
 import { Progress, count, percent } from './progress.js'
 
 /**
@@ -24,12 +24,29 @@ export async function backupCommand(args: string[]): Promise<void> {
   if (!fs.existsSync(config.dbPath))
     throw new CommandError(`no store at ${config.dbPath} (PLANT_STORE_DB); check the path`)
   const destination = path.resolve(target)
-  if (fs.existsSync(destination)) throw new CommandError(`${destination} already exists; choose a new file`)
+  const exists = new CommandError(`${destination} already exists; choose a new file`)
+  // Early, to spare the copy; a dangling symbolic link exists too. The copy's final link(2) is the
+  // check that holds: it fails on whatever appeared at FILE meanwhile.
+  if (lexists(destination)) throw exists
   if (destination === config.dbPath) throw new CommandError('the backup must be another file than the store')
   const progress = new Progress(`backing up ${config.dbPath}`)
   const result = await backupSqliteStore(config.dbPath, destination, (copied, total) =>
     progress.update(`${count(copied)} of ${count(total)} pages, ${percent(copied, total)}`),
-  )
+  ).catch((error: NodeJS.ErrnoException) => {
+    progress.done()
+    throw error.code === 'EEXIST' && error.path === destination ? exists : error
+  })
   progress.done(`${count(result.pages)} pages`)
-  process.stderr.write(`backed up ${config.dbPath} to ${destination} (${count(result.bytes)} bytes)\n`)
+  printError(`backed up ${config.dbPath} to ${destination} (${count(result.bytes)} bytes)`)
+}
+
+/** Whether anything, a dangling symbolic link included, is at `file`. */
+function lexists(file: string): boolean {
+  try {
+    fs.lstatSync(file)
+    return true
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false
+    throw error
+  }
 }

@@ -139,7 +139,14 @@ export function runCluster(options: ClusterOptions): Promise<never> {
       const lived = Date.now() - slot.startedAt
       slot.quickDeaths = lived >= stableAfterMs ? 0 : slot.quickDeaths + 1
       const delay = Math.min(maxRestartDelayMs, restartDelayMs * 2 ** Math.max(0, slot.quickDeaths - 1))
-      log('error', { ...fields, livedMs: lived, restartInMs: delay }, 'worker died; replacing it')
+      // A clean exit is a worker stopped on purpose (a rolling restart sends it SIGTERM); a crash is an error.
+      if (code === 0)
+        log(
+          'info',
+          { ...fields, livedMs: lived, restartInMs: delay },
+          'worker exited cleanly; starting another',
+        )
+      else log('error', { ...fields, livedMs: lived, restartInMs: delay }, 'worker died; replacing it')
       slot.restartTimer = setTimeout(() => fork(slot), delay)
     })
   }

@@ -27,6 +27,7 @@ export const ENV_HELP: Record<string, [fallback: string, meaning: string]> = {
   MAX_CONNECTIONS_PER_ADDRESS: ['256', 'open connections from one client address (0: no cap)'],
   AUTH_FAILURE_LIMIT: ['100', 'failed authentications per address per window before 429'],
   AUTH_FAILURE_WINDOW_MS: ['60000', 'the window of AUTH_FAILURE_LIMIT'],
+  AUTH_FAILURE_CLIENTS: ['50000', 'client addresses AUTH_FAILURE_LIMIT counts at once'],
   TOKEN_RATE_LIMIT: ['0 (off)', 'requests one token may make per window before 429'],
   TOKEN_RATE_WINDOW_MS: ['60000', 'the window of TOKEN_RATE_LIMIT'],
   LOAD_SHED_EVENT_LOOP_DELAY_MS: ['1000', 'event-loop delay past which requests get 503 (0: off)'],

@@ -3,7 +3,7 @@ import path from 'node:path'
 import type { Writable } from 'node:stream'
 import { parseArgs } from 'node:util'
 import type { OpenStore } from './open-store.js'
-import { CommandError, UsageError } from './output.js'
+import { CommandError, escapeControls, printError, UsageError } from './output.js'
 import { Progress, count } from './progress.js'
 
 /** Plants read per page: large enough to amortise the query, small enough for constant memory. */
@@ -33,22 +33,35 @@ export async function exportCommand(open: OpenStore, args: string[]): Promise<vo
     const page = await storage.exportPlants(after, PAGE)
     if (page.lines.length === 0) break
     // The reader of standard output going away (`| head`) ends the export quietly, as it ends a listing.
-    if ((await write(out, `${page.lines.join('\n')}\n`)) === 'closed') return
+    // On standard output (a terminal, maybe) DEL and C1 in a name are \u escapes: the same JSON value.
+    const text = `${page.lines.join('\n')}\n`
+    if ((await write(out, file ? text : escapeControls(text))) === 'closed') return
     exported += page.lines.length
     after = page.lastId
     progress.update(`${count(exported)} plants`)
   }
   if (file) await close(out)
   progress.done(`${count(exported)} plants`)
-  process.stderr.write(`exported ${count(exported)} plants${file ? ` to ${file}` : ''}\n`)
+  printError(`exported ${count(exported)} plants${file ? ` to ${file}` : ''}`)
 }
 
+const { O_WRONLY, O_CREAT, O_EXCL, O_TRUNC, O_NOFOLLOW } = fs.constants
+
+/**
+ * A new file private to its owner, as a backup is; with `--force` an existing one is truncated,
+ * but never through a symbolic link (O_NOFOLLOW), which could point at any file this user may write.
+ */
 function openOutput(file: string, force: boolean): Writable {
+  const flags = O_WRONLY | O_CREAT | (force ? O_TRUNC | O_NOFOLLOW : O_EXCL)
   try {
-    return fs.createWriteStream(file, { fd: fs.openSync(file, force ? 'w' : 'wx') })
+    return fs.createWriteStream(file, { fd: fs.openSync(file, flags, 0o600) })
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
     if (code === 'EEXIST') throw new CommandError(`${file} already exists; choose a new file or pass --force`)
+    if (code === 'ELOOP')
+      throw new CommandError(
+        `${file} is a symbolic link; export --force does not follow one, name the file itself`,
+      )
     throw new CommandError(`cannot write ${file}: ${code ?? (error as Error).message}`)
   }
 }

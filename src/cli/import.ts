@@ -8,8 +8,8 @@ import { newPlantChecker, plantConflict } from '../routes/new-plant.js'
 import type { Plant } from '../storage/storage.js'
 import { readLines } from './ndjson-lines.js'
 import type { OpenStore } from './open-store.js'
-import { CommandError, UsageError } from './output.js'
-import { Progress, count, percent } from './progress.js'
+import { CommandError, printError, UsageError } from './output.js'
+import { Progress, count, notice, percent } from './progress.js'
 
 /**
  * Creates in flight at once. The store batches what arrives together (a SQLite group commit, a
@@ -47,7 +47,7 @@ export async function importCommand(open: OpenStore, args: string[]): Promise<vo
   })
   const check = newPlantChecker()
   const counts: ImportCounts = { created: 0, present: 0, conflicts: 0, bad: 0 }
-  const report = (line: number, message: string) => process.stderr.write(`line ${line}: ${message}\n`)
+  const report = (line: number, message: string) => notice(`line ${line}: ${message}`)
   const progress = new Progress('importing')
   const inFlight = new Set<Promise<void>>()
   // The store failing (a full disk, a lost database) stops the import; the lines stored so far
@@ -107,20 +107,34 @@ export async function importCommand(open: OpenStore, args: string[]): Promise<vo
     )
   }
   progress.done('done')
-  process.stderr.write(
+  printError(
     `imported: ${count(counts.created)} created, ${count(counts.present)} already present, ` +
-      `${count(counts.conflicts)} conflicts, ${count(counts.bad)} bad lines\n`,
+      `${count(counts.conflicts)} conflicts, ${count(counts.bad)} bad lines`,
   )
   if (counts.conflicts + counts.bad > 0) {
     throw new CommandError(`${count(counts.conflicts + counts.bad)} lines were not imported (see above)`)
   }
 }
 
+/**
+ * Opens FILE, a regular file or a pipe (`import <(zcat plants.ndjson.gz)`); a directory opens
+ * without error on Linux and would fail only once read, after the store was created.
+ */
 function openInput(file: string): { input: Readable; size: number } {
+  let fd: number
+  let stat: fs.Stats
   try {
-    const fd = fs.openSync(file, 'r')
-    return { input: fs.createReadStream('', { fd }), size: fs.fstatSync(fd).size }
+    fd = fs.openSync(file, 'r')
+    stat = fs.fstatSync(fd)
   } catch (error) {
     throw new CommandError(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`)
   }
+  if (!stat.isFile() && !stat.isFIFO()) {
+    fs.closeSync(fd)
+    const what = stat.isDirectory() ? 'a directory' : 'not a regular file'
+    throw new CommandError(
+      `cannot read ${file}: it is ${what}; import reads an NDJSON file, or - for standard input`,
+    )
+  }
+  return { input: fs.createReadStream('', { fd }), size: stat.size }
 }

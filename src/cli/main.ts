@@ -12,7 +12,7 @@ import { exportCommand } from './export.js'
 import { commandsFor, describe, usage } from './help.js'
 import { importCommand } from './import.js'
 import { announceNewStore, type OpenStore, storeIsMissing } from './open-store.js'
-import { CommandError, stdoutFailed, UsageError, watchStdout } from './output.js'
+import { CommandError, print, printError, stdoutFailed, UsageError, watchStdout } from './output.js'
 import { Progress } from './progress.js'
 import { serveCommand } from './serve.js'
 import { tokensCommand } from './tokens.js'
@@ -33,15 +33,15 @@ function version(): string {
 
 /** `--help` anywhere, `-h`, or `help [COMMAND]`: the help asked for goes to stdout, exit 0. */
 function help(words: string[]): void {
-  if (words.length === 0) return void process.stdout.write(`${usage()}\n`)
+  if (words.length === 0) return print(usage())
   const commands = commandsFor(words)
   if (commands.length === 0) throw new UsageError(`no command "${words.join(' ')}" to describe`)
-  process.stdout.write(`${describe(commands)}\n`)
+  print(describe(commands))
 }
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...args] = argv
-  if (command === '--version' || command === '-V') return void process.stdout.write(`${version()}\n`)
+  if (command === '--version' || command === '-V') return print(version())
   if (command === 'help') return help(args)
   if (argv.includes('--help') || argv.includes('-h')) return help(argv.filter((a) => !a.startsWith('-')))
   if (!command) throw new UsageError('a command is required')
@@ -82,7 +82,7 @@ async function migrate(open: OpenStore, args: string[]): Promise<void> {
     onMigration: (version, name) => progress.update(`applying migration ${version} (${name})...`, true),
   })
   progress.done('done')
-  process.stdout.write(`migrations applied: ${storage.kind} store is up to date\n`)
+  print(`migrations applied: ${storage.kind} store is up to date`)
 }
 
 /** After a usage error: the usage of the command it was about, or of them all. */
@@ -108,21 +108,19 @@ main(argv)
       error instanceof UsageError ||
       (error instanceof Error && error.name === 'TypeError' && 'code' in error)
     ) {
-      process.stderr.write(`plant-store: ${error.message}\n\n${usageFor(argv)}\n`)
+      printError(`plant-store: ${error.message}\n\n${usageFor(argv)}`)
       process.exit(2)
     }
     if (error instanceof ConfigError || error instanceof CommandError) {
-      process.stderr.write(`plant-store: ${error.message}\n`)
+      printError(`plant-store: ${error.message}`)
       process.exit(1)
     }
     // Commands that open SQLite themselves (backup) meet a mismatched addon here.
     const mismatch = nativeAddonMismatch(error)
     if (mismatch) {
-      process.stderr.write(`plant-store: ${mismatch}\n`)
+      printError(`plant-store: ${mismatch}`)
       process.exit(1)
     }
-    process.stderr.write(
-      `plant-store: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-    )
+    printError(`plant-store: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`)
     process.exit(1)
   })

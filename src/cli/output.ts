@@ -3,8 +3,27 @@ export class UsageError extends Error {
   override name = 'UsageError'
 }
 
+/** C0 controls but \n and \t, DEL, and the C1 controls (CSI U+009B and OSC U+009D among them). */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g
+
+/**
+ * Text for a terminal that may hold what came from outside (a receiver's answer, a plant or token
+ * name, a URL, a delivery error): each control character but \n and \t is written `\u00XX`, as
+ * JSON writes it, so no escape sequence reaches the terminal (a new title, a cleared screen, OSC 52
+ * writing the clipboard) and JSON text keeps its value. Every line the CLI prints goes through it.
+ */
+export const escapeControls = (text: string): string =>
+  text.replace(CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+
+/** A line on standard output. */
 export const print = (line: string): void => {
-  process.stdout.write(`${line}\n`)
+  process.stdout.write(`${escapeControls(line)}\n`)
+}
+
+/** A line on standard error (a message, a summary, an error). */
+export const printError = (line: string): void => {
+  process.stderr.write(`${escapeControls(line)}\n`)
 }
 
 /**
@@ -46,7 +65,11 @@ export async function stdoutFailed(): Promise<NodeJS.ErrnoException | undefined>
 }
 
 /** Fixed-width columns for humans; scripts use --json. */
-export function table(rows: Record<string, string>[], columns: string[]): string {
+export function table(raw: Record<string, string>[], columns: string[]): string {
+  // Escaped before measuring, so the columns line up as printed.
+  const rows = raw.map((row) =>
+    Object.fromEntries(Object.entries(row).map(([k, v]) => [k, escapeControls(v)])),
+  )
   const widths = columns.map((column) =>
     Math.max(column.length, ...rows.map((row) => (row[column] ?? '').length)),
   )

@@ -1,3 +1,5 @@
+import { escapeControls } from './output.js'
+
 /**
  * A progress line on stderr for commands that take long, redrawn in place at most ten times a
  * second. Only when stderr is a terminal: a log file or a pipe gets nothing extra.
@@ -20,14 +22,14 @@ export class Progress {
     if (!force && now - this.lastDrawn < 100) return
     this.lastDrawn = now
     this.drawn = true
-    this.line = `${this.label}: ${text}`
+    this.line = escapeControls(`${this.label}: ${text}`)
     Progress.drawing = this
     process.stderr.write(`\r\x1b[2K${this.line}`)
   }
 
   /** Writes `text` as a line of its own above the progress line, which is drawn again below it. */
   interrupt(text: string): void {
-    process.stderr.write(`\r\x1b[2K${text}\n${this.line}`)
+    process.stderr.write(`\r\x1b[2K${escapeControls(text)}\n${this.line}`)
   }
 
   /** Ends the line (with `text`, when given) so what follows starts on a fresh one. */
@@ -42,7 +44,7 @@ export class Progress {
 /** A line for the operator on stderr, kept clear of a progress line being drawn. */
 export function notice(text: string): void {
   if (Progress.drawing) Progress.drawing.interrupt(text)
-  else process.stderr.write(`${text}\n`)
+  else process.stderr.write(`${escapeControls(text)}\n`)
 }
 
 /** `12.3 s`. */

@@ -56,6 +56,7 @@ export async function serveCommand(args: string[]): Promise<void> {
   const location = storeLocation(config)
   server.app.log.info(location.fields, location.message)
   for (const warning of storage.warnings) server.app.log.warn(warning)
+  if (config.trustProxy === true) server.app.log.warn({ trustProxy: true }, TRUST_ANY_PROXY)
   storage.onFatal?.((error) => {
     // A worker exits, and its primary starts another; alone, the process stays up for reads and
     // /readyz says 503 until its supervisor or operator restarts it.
@@ -88,6 +89,10 @@ export async function serveCommand(args: string[]): Promise<void> {
     server.app.log.info({ url: metrics.url }, `metrics at ${metrics.url}`)
   }
 }
+
+/** docs/security.md#behind-a-proxy: warned, not refused, since a firewall may be what makes it safe. */
+export const TRUST_ANY_PROXY =
+  "TRUST_PROXY=true believes X-Forwarded-For from every peer: a client that reaches this port directly chooses its own address, so the failed-authentication limit and the per-address connection cap do not hold for it; set TRUST_PROXY to the proxies' addresses instead"
 
 const cannotListen = (config: Config, error: unknown) =>
   new ConfigError(

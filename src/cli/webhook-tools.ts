@@ -4,7 +4,7 @@ import { loadConfig } from '../config.js'
 import { plantJson } from '../storage/plant-json.js'
 import { sendWebhook } from '../webhooks/send-webhook.js'
 import type { OpenStore } from './open-store.js'
-import { CommandError, print, UsageError } from './output.js'
+import { CommandError, print, printError, UsageError } from './output.js'
 
 /** How much of the receiver's answer `webhooks test` prints. */
 const ANSWER_BYTES = 4096
@@ -27,8 +27,8 @@ export async function retry(open: OpenStore, args: string[]): Promise<void> {
   const ids = values.failed ? undefined : [...new Set(positionals)]
   const requeued = await (await open()).requeueFailedDeliveries(ids, new Date())
   for (const id of requeued) print(`requeued ${id}`)
-  process.stderr.write(
-    `${requeued.length} deliveries are due now; a running \`plant-store serve\` sends them within WEBHOOK_POLL_MS\n`,
+  printError(
+    `${requeued.length} deliveries are due now; a running \`plant-store serve\` sends them within WEBHOOK_POLL_MS`,
   )
   const missed = (ids ?? []).filter((id) => !requeued.includes(id))
   if (missed.length > 0) {
@@ -56,7 +56,7 @@ export async function sendTest(open: OpenStore, args: string[]): Promise<void> {
     secret: subscription.secret,
     payload: plantJson({ id: 0n, name: 'plant-store webhooks test', tag: 'test' }),
   }
-  process.stderr.write(`sending ${delivery.id} to ${subscription.url}\n`)
+  printError(`sending ${delivery.id} to ${subscription.url}`)
   const sent = await sendWebhook(
     delivery,
     { timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate },

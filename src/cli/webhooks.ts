@@ -5,7 +5,7 @@ import type { Delivery, DeliveryAttempt } from '../storage/storage.js'
 import type { OpenStore } from './open-store.js'
 import { literalRefusal } from '../webhooks/destination-policy.js'
 import { generateWebhookSecret } from '../webhooks/signer.js'
-import { CommandError, print, printSecret, table, UsageError } from './output.js'
+import { CommandError, print, printError, printSecret, table, UsageError } from './output.js'
 import { retry, sendTest } from './webhook-tools.js'
 
 const DEFAULT_DELIVERY_LIMIT = 50
@@ -123,12 +123,10 @@ async function add(open: OpenStore, args: string[]): Promise<void> {
     await storage.removeSubscription(id)
     return `subscription ${id} is removed: add it again`
   })
-  process.stderr.write(
-    `added subscription ${id} for ${url}; keep the signing secret, it is not shown again\n`,
-  )
+  printError(`added subscription ${id} for ${url}; keep the signing secret, it is not shown again`)
   if (sameUrl.length > 0)
-    process.stderr.write(
-      `note: ${sameUrl.join(', ')} also sends to this URL: each event goes to it once per subscription\n`,
+    printError(
+      `note: ${sameUrl.join(', ')} also sends to this URL: each event goes to it once per subscription`,
     )
 }
 

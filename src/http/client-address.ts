@@ -15,9 +15,12 @@ declare module 'fastify' {
  * Gives answers written outside Fastify's routes the client address `request.ip` gives the others:
  * the peer, or with TRUST_PROXY the last X-Forwarded-For hop before the first untrusted one.
  */
+/** Whether TRUST_PROXY names `address` (a peer's), as proxy-addr's trust functions answer. */
+export const proxyTrust = (trustProxy: Config['trustProxy']): ((address: string, hop: number) => boolean) =>
+  trustProxy === true ? () => true : trustProxy === false ? () => false : proxyAddr.compile(trustProxy)
+
 export function installClientAddress(app: FastifyInstance, trustProxy: Config['trustProxy']): void {
-  const trust =
-    trustProxy === true ? () => true : trustProxy === false ? () => false : proxyAddr.compile(trustProxy)
+  const trust = proxyTrust(trustProxy)
   app.decorate('clientAddressOf', (req: IncomingMessage) => {
     if (!req.socket) return undefined
     return proxyAddr.all(req, trust).at(-1)

@@ -3,7 +3,15 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Config } from '../config.js'
 import { ApiError } from '../errors.js'
 import { addressKey } from './client-address.js'
+import { FailureCounter } from './failure-counter.js'
 import { noteRefusal, type RefusalKind } from './refusals.js'
+
+const rateLimitHeaders = (max: number, seconds: string) => ({
+  'retry-after': seconds,
+  'ratelimit-limit': String(max),
+  'ratelimit-remaining': '0',
+  'ratelimit-reset': seconds,
+})
 
 /**
  * What authentication asks of the rate limits (auth/bearer-auth.ts). Each resolves to the 429 to
@@ -17,10 +25,12 @@ export interface AuthLimits {
 }
 
 /**
- * Registers @fastify/rate-limit with no limit of its own on any route, and builds the two limits
- * authentication applies: failed authentications per client address (the address Fastify gives,
- * proxy-aware with TRUST_PROXY; IPv6 by /64), and, when configured, requests per token. Counters
- * live in this process: with several instances each counts on its own.
+ * Builds the two limits authentication applies: failed authentications per client address (the
+ * address Fastify gives, proxy-aware with TRUST_PROXY; IPv6 by /64), counted for up to
+ * AUTH_FAILURE_CLIENTS addresses by a FailureCounter, which forgets none before its window ends
+ * (@fastify/rate-limit's LRU forgot an address at 429 after 5,000 others); and, when configured,
+ * requests per token with @fastify/rate-limit. Counters live in this process: with several
+ * instances each counts on its own.
  */
 export async function registerRateLimits(app: FastifyInstance, config: Config): Promise<AuthLimits> {
   await app.register(rateLimit, { global: false })
@@ -38,22 +48,24 @@ export async function registerRateLimits(app: FastifyInstance, config: Config): 
       noteRefusal(kind)
       const seconds = String(Math.max(1, state.ttlInSeconds))
       return new ApiError('TOO_MANY_REQUESTS', `${what}; retry after ${seconds} s`, {
-        headers: {
-          'retry-after': seconds,
-          'ratelimit-limit': String(state.max),
-          'ratelimit-remaining': '0',
-          'ratelimit-reset': seconds,
-        },
+        headers: rateLimitHeaders(state.max, seconds),
       })
     }
   }
-  const failures = limit(
-    'auth-failures',
-    config.authFailureLimit,
-    config.authFailureWindowMs,
-    (request) => `auth-failures ${addressKey(request.ip)}`,
-    `more than ${config.authFailureLimit} failed authentications from this address in ${config.authFailureWindowMs / 1000} s`,
-  )
+  const counter = new FailureCounter(config.authFailureClients, config.authFailureWindowMs)
+  const failures = async (request: FastifyRequest) => {
+    const hit = counter.hit(addressKey(request.ip))
+    if (!('full' in hit) && hit.count <= config.authFailureLimit) return undefined
+    noteRefusal('auth-failures')
+    const seconds = String(Math.max(1, Math.ceil(hit.endsInMs / 1000)))
+    const why =
+      'full' in hit
+        ? `more than ${config.authFailureClients} client addresses (AUTH_FAILURE_CLIENTS) failed authentication in ${config.authFailureWindowMs / 1000} s`
+        : `more than ${config.authFailureLimit} failed authentications from this address in ${config.authFailureWindowMs / 1000} s`
+    return new ApiError('TOO_MANY_REQUESTS', `${why}; retry after ${seconds} s`, {
+      headers: rateLimitHeaders(config.authFailureLimit, seconds),
+    })
+  }
   const perToken = limit(
     'token-rate',
     config.tokenRateLimit,

@@ -6,6 +6,8 @@
  */
 import type { Context, Span } from '@opentelemetry/api'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { Config } from '../config.js'
+import { proxyTrust } from '../http/client-address.js'
 import { loggedUrl } from '../http/request-logging.js'
 import type { Storage } from '../storage/storage.js'
 import type { Tracing } from './trace-hooks.js'
@@ -13,7 +15,11 @@ import type { Tracing } from './trace-hooks.js'
 const requestSpan = Symbol('request span')
 type Traced = FastifyRequest & { [requestSpan]?: { span: Span; context: Context } }
 
-export async function createTracing(): Promise<Tracing> {
+/**
+ * `trustProxy` (TRUST_PROXY) names the peers whose `traceparent` is believed: a client's own would
+ * choose its trace id, and with its sampled flag off (`-00`) hide its request from the traces.
+ */
+export async function createTracing(trustProxy: Config['trustProxy']): Promise<Tracing> {
   const api = await import('@opentelemetry/api')
   const { NodeTracerProvider, BatchSpanProcessor } = await import('@opentelemetry/sdk-trace-node')
   const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http')
@@ -32,6 +38,11 @@ export async function createTracing(): Promise<Tracing> {
   // The AsyncLocalStorage context manager and the W3C traceparent propagator.
   provider.register()
   const tracer = trace.getTracer('plant-store')
+  const trusted = proxyTrust(trustProxy)
+  const believed = (request: FastifyRequest) => {
+    const peer = request.socket.remoteAddress
+    return peer !== undefined && trusted(peer, 0)
+  }
 
   const failed = (span: Span, error: unknown) => {
     span.recordException(error as Error)
@@ -41,7 +52,8 @@ export async function createTracing(): Promise<Tracing> {
   return {
     instrument(app: FastifyInstance) {
       app.addHook('onRequest', (request: Traced, _reply, done) => {
-        const parent = propagation.extract(ROOT_CONTEXT, request.headers)
+        // Otherwise a root span, which the default sampler (parentbased_always_on) always keeps.
+        const parent = believed(request) ? propagation.extract(ROOT_CONTEXT, request.headers) : ROOT_CONTEXT
         const span = tracer.startSpan(
           request.method,
           {

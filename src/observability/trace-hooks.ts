@@ -8,7 +8,7 @@ import type { SendOutcome } from '../webhooks/send-webhook.js'
  * OpenTelemetry, so that a service without OTEL_EXPORTER_OTLP_ENDPOINT never loads the SDK.
  */
 export interface Tracing {
-  /** A span per request, parented by the request's `traceparent`. */
+  /** A span per request, parented by the request's `traceparent` when a TRUST_PROXY peer sent it. */
   instrument(app: FastifyInstance): void
   /** The store with a child span for every call made within a span. */
   traceStorage(storage: Storage): Storage
@@ -24,10 +24,12 @@ let active: Tracing | undefined
 export const activeTracing = (): Tracing | undefined => active
 
 /** Loads and starts the SDK when the configuration asks for tracing; otherwise imports nothing. */
-export async function startTracing(config: Pick<Config, 'tracing'>): Promise<Tracing | undefined> {
+export async function startTracing(
+  config: Pick<Config, 'tracing' | 'trustProxy'>,
+): Promise<Tracing | undefined> {
   if (!config.tracing || active) return active
   const { createTracing } = await import('./otel.js')
-  active = await createTracing()
+  active = await createTracing(config.trustProxy)
   return active
 }
 

@@ -7,14 +7,22 @@ export const DESTINATION_REFUSED = 'EWEBHOOKDESTINATION'
 
 const ALLOW_HINT = 'set WEBHOOK_ALLOW_PRIVATE=true to allow non-public destinations'
 
+/** RFC 4291's deprecated IPv4-compatible IPv6 addresses, which ipaddr.js calls unicast. */
+const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96')
+
 /**
  * The ipaddr.js range of an address that is not public (`loopback`, `private`, `linkLocal`,
  * `carrierGradeNat`, `uniqueLocal`, ...), or undefined for a public unicast one. An IPv4-mapped
- * IPv6 address is judged as the IPv4 address it carries; anything ipaddr.js cannot parse is refused.
+ * IPv6 address is judged as the IPv4 address it carries; the ranges that embed an IPv4 address
+ * otherwise (IPv4-compatible `::/96`, 6to4, NAT64, Teredo, SIIT) are refused whole, whatever they
+ * carry; anything ipaddr.js cannot parse is refused.
  */
 export function nonPublicRange(address: string): string | undefined {
   if (!ipaddr.isValid(address)) return 'unparsable'
-  const range = ipaddr.process(address).range()
+  const parsed = ipaddr.process(address)
+  const range = parsed.range()
+  if (range === 'unicast' && parsed.kind() === 'ipv6' && parsed.match(IPV4_COMPATIBLE))
+    return 'ipv4Compatible'
   return range === 'unicast' ? undefined : range
 }
 

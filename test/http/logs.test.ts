@@ -51,6 +51,18 @@ describe('logs', () => {
     })
   }
 
+  it('warns at start that TRUST_PROXY=true lets a client choose its own address', async () => {
+    const warning = (env: Record<string, string>) =>
+      spawnService(env).then(async (service) => {
+        assert.equal(await stopService(service), 0)
+        return jsonLines(service.output()).find((line) => String(line.msg).startsWith('TRUST_PROXY'))
+      })
+    const any = await warning(await serviceEnv('sqlite', { TRUST_PROXY: 'true' }))
+    assert.equal(any?.level, 'warn')
+    assert.match(String(any?.msg), /chooses its own address, so the failed-authentication limit/)
+    assert.equal(await warning(await serviceEnv('sqlite', { TRUST_PROXY: '127.0.0.1' })), undefined)
+  })
+
   it('LOG_FORMAT=pretty writes pino-pretty text', async () => {
     const service = await spawnService(await serviceEnv('sqlite', { LOG_FORMAT: 'pretty' }))
     assert.equal((await request('GET', `${service.url}/healthz`)).status, 200)

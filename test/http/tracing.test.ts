@@ -30,6 +30,8 @@ for (const store of testStores()) {
         OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
         OTEL_BSP_SCHEDULE_DELAY: '50',
         OTEL_SERVICE_NAME: 'plant-store-under-test',
+        // The test client stands for the proxy whose trace context is believed.
+        TRUST_PROXY: '127.0.0.1',
       })
       const receiver = await ctx.receiver()
       await ctx.subscribe(receiver)
@@ -80,6 +82,49 @@ for (const store of testStores()) {
     })
   })
 }
+
+describe('trace context from clients', () => {
+  it('believes traceparent only from a TRUST_PROXY peer: a client cannot choose the trace, nor hide from it with -00', async (t) => {
+    const collector = await OtlpReceiver.start()
+    t.after(() => collector.close())
+    const tracing = { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_BSP_SCHEDULE_DELAY: '50' }
+    /** The span of a GET /healthz sent with `traceparent`, by the request id it carried. */
+    const spanOf = async (service: { url: string }, requestId: string, traceparent: string) => {
+      const answer = await request('GET', `${service.url}/healthz`, {
+        headers: { traceparent, 'x-request-id': requestId },
+      })
+      assert.equal(answer.status, 200)
+      return waitFor(`the span of ${requestId}`, () =>
+        collector.spans.find((span) => span.attributes['plant_store.request_id'] === requestId),
+      )
+    }
+    const traceId = randomBytes(16).toString('hex')
+    const parentId = randomBytes(8).toString('hex')
+
+    const direct = await spawnService(await serviceEnv('sqlite', tracing))
+    try {
+      for (const [id, flags] of [
+        ['client-unsampled', '00'],
+        ['client-sampled', '01'],
+      ] as const) {
+        const span = await spanOf(direct, id, `00-${traceId}-${parentId}-${flags}`)
+        assert.notEqual(span.traceId, traceId, `${id}: a trace of its own`)
+        assert.ok(!span.parentSpanId, `${id}: a root span`)
+      }
+    } finally {
+      assert.equal(await stopService(direct), 0)
+    }
+
+    const proxied = await spawnService(await serviceEnv('sqlite', { ...tracing, TRUST_PROXY: '127.0.0.1' }))
+    try {
+      const span = await spanOf(proxied, 'via-proxy', `00-${traceId}-${parentId}-01`)
+      assert.equal(span.traceId, traceId)
+      assert.equal(span.parentSpanId, parentId)
+    } finally {
+      assert.equal(await stopService(proxied), 0)
+    }
+  })
+})
 
 describe('tracing off', () => {
   /** The modules the bundle resolved while serving one request, with `extra` in the environment. */

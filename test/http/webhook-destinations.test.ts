@@ -20,6 +20,9 @@ const REFUSED_AT_ADD = [
   ['http://[fe80::1]/hook', 'fe80::1', 'linkLocal'],
   ['http://[fd00::1]/hook', 'fd00::1', 'uniqueLocal'],
   ['http://224.0.0.1/hook', '224.0.0.1', 'multicast'],
+  ['http://[::127.0.0.1]/hook', '::7f00:1', 'ipv4Compatible'],
+  ['http://[2002:7f00:1::1]/hook', '2002:7f00:1::1', '6to4'],
+  ['http://[64:ff9b::10.0.0.1]/hook', '64:ff9b::a00:1', 'rfc6052'],
 ] as const
 
 for (const store of testStores()) {

@@ -29,6 +29,15 @@ function requestLines(output: string): { pid: number; reqId: string; status: num
   return lines
 }
 
+/** The primary's own log lines that name a worker process, as JSON. */
+function primaryLines(output: string): { level: string; msg: string; workerPid: number; code: number }[] {
+  return output
+    .split('\n')
+    .filter((line) => line.startsWith('{') && line.includes('"role":"primary"') && line.endsWith('}'))
+    .map((line) => JSON.parse(line))
+    .filter((line) => line.workerPid !== undefined && line.msg !== 'worker listening')
+}
+
 /** One request on its own TCP connection, which either worker may accept; rejects after `timeoutMs`. */
 function freshConnectionRequest(
   url: string,
@@ -191,6 +200,27 @@ for (const store of testStores()) {
           // Under round robin, one connection handed to the dying worker was never answered.
           assert.deepEqual(failures, [])
           assert.ok(answered > 100, `only ${answered} answered`)
+        } finally {
+          await stopService(service)
+        }
+      })
+
+      it('logs a worker that exits cleanly (SIGTERM, as in a rolling restart) at info, and replaces it', async () => {
+        const { service, primary } = await startCluster(store)
+        try {
+          const victim = childPids(primary)[0] as number
+          process.kill(victim, 'SIGTERM')
+          const exited = await waitFor('the primary to log the exit', () =>
+            primaryLines(service.output()).find((line) => line.workerPid === victim),
+          )
+          assert.equal(exited.msg, 'worker exited cleanly; starting another')
+          assert.equal(exited.level, 'info')
+          assert.equal(exited.code, 0)
+          await waitFor('a replacement worker', () => {
+            const now = childPids(primary)
+            return now.length === 2 && !now.includes(victim)
+          })
+          assert.doesNotMatch(service.output(), /worker died/)
         } finally {
           await stopService(service)
         }

@@ -25,6 +25,15 @@ describe('webhook destination policy', () => {
       ['::ffff:169.254.169.254', 'linkLocal'],
       ['::ffff:10.0.0.1', 'private'],
       ['64:ff9b::a00:1', 'rfc6052'],
+      // IPv4-compatible (deprecated), as the URL parser writes [::127.0.0.1]; refused whatever it carries.
+      ['::7f00:1', 'ipv4Compatible'],
+      ['::a00:1', 'ipv4Compatible'],
+      ['::808:808', 'ipv4Compatible'],
+      ['::ffff:0:a00:1', 'rfc6145'],
+      ['2002:a00:1::1', '6to4'],
+      ['2002:808:808::1', '6to4'],
+      ['64:ff9b:1::7f00:1', 'rfc6052'],
+      ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'teredo'],
     ]
     for (const [address, range] of cases) assert.equal(nonPublicRange(address), range, address)
   })

@@ -17,7 +17,8 @@ export interface BackupResult {
  * and a write meanwhile can neither tear it nor restart it (SQLite restarts a backup whose source
  * another connection changed between steps; in WAL mode that snapshot blocks no writer). The file
  * is written beside `destination`, private to this user (it holds token hashes and webhook
- * secrets), checked with `PRAGMA quick_check`, and only then renamed into place.
+ * secrets), checked with `PRAGMA quick_check`, and only then linked into place, which fails with
+ * EEXIST, leaving what is there alone, when anything is at `destination` by then.
  */
 export async function backupSqliteStore(
   source: string,
@@ -43,7 +44,9 @@ export async function backupSqliteStore(
     })
     db.exec('COMMIT')
     checkCopy(partial)
-    fs.renameSync(partial, destination)
+    // link(2), unlike rename(2), fails (EEXIST) when anything, a dangling symlink too, is at destination.
+    fs.linkSync(partial, destination)
+    fs.unlinkSync(partial)
     syncFolder(path.dirname(destination))
     return { pages: totalPages, bytes: fs.statSync(destination).size }
   } catch (error) {
