@@ -21,7 +21,7 @@ import {
  */
 export const NO_ROUTE = '(none)'
 
-/** The methods some route answers; any other is counted as `other` (Node accepts 34). */
+/** The methods some route answers; any other of the 30-odd Node accepts is counted as `other`. */
 export const METHOD_LABELS: readonly string[] = ['GET', 'HEAD', 'POST', 'DELETE', 'OPTIONS']
 
 /** The statuses the API answers with (the catalog's and its successes); any other is `other`. */
