@@ -23,6 +23,7 @@ import { registerRateLimits } from './http/rate-limits.js'
 import { installRequestLogging, logRequestLine, requestIdFrom } from './http/request-logging.js'
 import { installSecurityHeaders, securityHeaders } from './http/security-headers.js'
 import { dedupedSerializers } from './http/serializers.js'
+import { refuseBeforeRouting } from './http/unrouted.js'
 import { installValidators } from './http/validators.js'
 import { loggerOptions } from './observability/log-options.js'
 import { installHttpMetrics, metricsRoute } from './observability/http-metrics.js'
@@ -36,7 +37,10 @@ import { sharedSchemas } from './schemas/shared.js'
 import type { Storage } from './storage/storage.js'
 
 const routeNotFound = (request: FastifyRequest) =>
-  new ApiError('ROUTE_NOT_FOUND', `no route for ${request.method} ${request.url.split('?')[0]}`)
+  refuseBeforeRouting(
+    request,
+    new ApiError('ROUTE_NOT_FOUND', `no route for ${request.method} ${request.url.split('?')[0]}`),
+  )
 
 /**
  * The longest path parameter the router takes (the only one is a plant id): an int64 has at most
@@ -156,7 +160,8 @@ export async function buildApp(
   await registerOpenApi(app)
   await docsRoutes(app)
   const verifier = new TokenVerifier(storage, config.tokenCacheMs)
-  plantRoutes(app, storage, verifier, await registerRateLimits(app, config))
+  const limits = await registerRateLimits(app, config)
+  plantRoutes(app, storage, verifier, limits)
   // `/plants/` would be `/plants/{id}` with an empty id: a POST to it was a 405 that sent the
   // client to GET and DELETE. Like `/plants/1/`, it is a path the API does not have.
   app.route({
@@ -170,7 +175,7 @@ export async function buildApp(
   })
   healthRoutes(app, storage)
   await registerCors(app, config.corsOrigins)
-  if (servesMetrics) metricsRoute(app)
+  if (servesMetrics) metricsRoute(app, verifier, limits)
   answerConnect(app, [
     methodNotAllowed(app, '/plants', ['GET', 'POST']),
     methodNotAllowed(app, '/plants/:id', ['GET', 'DELETE']),

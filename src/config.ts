@@ -71,6 +71,9 @@ export interface Config {
   metrics: boolean
   /** `METRICS_PORT`: serve them on HOST:METRICS_PORT only, instead of at GET /metrics on PORT. */
   metricsPort: number | undefined
+  /** `METRICS_RATE_LIMIT`, default 60, 0 for none: scrapes of GET /metrics one token may make per window. */
+  metricsRateLimit: number
+  metricsRateWindowMs: number
   /** `LOG_FORMAT`: JSON lines, or pino-pretty's text; pretty by default only on a terminal. */
   logFormat: 'json' | 'pretty'
   /**
@@ -317,6 +320,8 @@ export function loadConfig(env: Env = process.env, terminal = process.stdout.isT
     trustProxy: trustProxy(env),
     metrics: bool(env, 'METRICS', true),
     metricsPort: undefined,
+    metricsRateLimit: int(env, 'METRICS_RATE_LIMIT', 60, 0, 10_000_000),
+    metricsRateWindowMs: int(env, 'METRICS_RATE_WINDOW_MS', 60_000, 1_000, 86_400_000),
     logFormat: oneOf(env, 'LOG_FORMAT', terminal ? 'pretty' : 'json', ['json', 'pretty']),
     tracing: tracing(env),
     // Set below, from the budget of the settings above.

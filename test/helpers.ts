@@ -212,9 +212,16 @@ export function runCli(args: string[], env: Record<string, string>): Promise<Cli
   })
 }
 
-/** A full-scope API token made with the CLI, as an operator makes one. */
-export async function createToken(env: Record<string, string>, name: string): Promise<string> {
-  const created = await runCli(['tokens', 'create', '--name', name], env)
+/** An API token made with the CLI, as an operator makes one: the default scopes, or `scopes`. */
+export async function createToken(
+  env: Record<string, string>,
+  name: string,
+  scopes?: string,
+): Promise<string> {
+  const created = await runCli(
+    ['tokens', 'create', '--name', name, ...(scopes ? ['--scopes', scopes] : [])],
+    env,
+  )
   assert.equal(created.code, 0, created.stderr)
   return created.stdout.trim()
 }

@@ -6,8 +6,9 @@ import { request } from './http-client.js'
 export class Scrape {
   private constructor(readonly families: Map<string, Family>) {}
 
-  static async of(url: string): Promise<Scrape> {
-    const response = await request('GET', url)
+  /** GET `url`, with `token` (one with the metrics:read scope) unless the listener needs none. */
+  static async of(url: string, token?: string): Promise<Scrape> {
+    const response = await request('GET', url, { token })
     assert.equal(response.status, 200, response.text)
     assert.match(response.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/)
     const families = parsePrometheusTextFormat(response.text)

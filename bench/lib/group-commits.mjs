@@ -7,11 +7,17 @@ const SERIES = {
   writes: 'plant_store_group_commit_batch_size_sum',
 }
 
-/** The counters now, or undefined when the service serves no metrics here (METRICS=false, METRICS_PORT). */
-export async function readGroupCommits(url) {
+/**
+ * The counters now, or undefined when the service serves no metrics here (METRICS=false,
+ * METRICS_PORT). `token` has the metrics:read scope (lib/stores.mjs).
+ */
+export async function readGroupCommits(url, token) {
   let text
   try {
-    const response = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(5000) })
+    const response = await fetch(`${url}/metrics`, {
+      headers: { authorization: `Bearer ${token}` },
+      signal: AbortSignal.timeout(5000),
+    })
     if (!response.ok) return undefined
     text = await response.text()
   } catch {

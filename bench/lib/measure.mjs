@@ -30,7 +30,7 @@ export async function measureRun({
   const idStep = server.config?.idStep
   const pid = server.proc.pid
   // Only the service has group commits; the yardsticks serve no /metrics.
-  const commits0 = server.config ? await readGroupCommits(server.url) : undefined
+  const commits0 = server.config ? await readGroupCommits(server.url, token) : undefined
   const peakReset = resetPeakRss(pid)
   const cpu0 = cpuSeconds(pid)
   const db0 = postmasterPid !== undefined ? treeCpuSeconds(postmasterPid) : undefined
@@ -51,7 +51,7 @@ export async function measureRun({
   const db1 = db0 === undefined ? undefined : treeCpuSeconds(postmasterPid)
   const busy1 = machineBusySeconds()
   const own1 = ownCpuSeconds()
-  const groupCommits = groupCommitsBetween(commits0, commits0 && (await readGroupCommits(server.url)))
+  const groupCommits = groupCommitsBetween(commits0, commits0 && (await readGroupCommits(server.url, token)))
   // CPU that neither the load generator nor the server (nor its PostgreSQL) used: other work.
   const other =
     busy0 === undefined || cpu0 === undefined || cpu1 === undefined

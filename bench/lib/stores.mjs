@@ -38,7 +38,13 @@ export function cli(args, env) {
 }
 
 function createToken(env) {
-  const token = cli(['tokens', 'create', '--name', 'bench'], env).split('\n').at(-1)?.trim()
+  const token = cli(
+    ['tokens', 'create', '--name', 'bench', '--scopes', 'plants:read,plants:write,metrics:read'],
+    env,
+  )
+    .split('\n')
+    .at(-1)
+    ?.trim()
   if (!token) throw new Error('tokens create printed no token')
   return token
 }

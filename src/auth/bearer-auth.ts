@@ -46,7 +46,11 @@ const reasons = {
  * never reaches parsing or validation. The scheme name is matched case-insensitively. It takes a
  * callback instead of being async so that a token found in the verifier's cache costs no promise.
  */
-export function requireScope(verifier: TokenVerifier, scope: Scope, limits?: AuthLimits) {
+export function requireScope(
+  verifier: TokenVerifier,
+  scope: Scope,
+  limits?: Pick<AuthLimits, 'failed' | 'used'>,
+) {
   return function bearerAuth(
     request: FastifyRequest,
     _reply: FastifyReply,

@@ -3,8 +3,10 @@ import { createHash, randomBytes } from 'node:crypto'
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 
 export const TOKEN_PREFIX = 'pst_'
-export const SCOPES = ['plants:read', 'plants:write'] as const
+export const SCOPES = ['plants:read', 'plants:write', 'metrics:read'] as const
 export type Scope = (typeof SCOPES)[number]
+/** What `tokens create` gives without --scopes: the API's, not the metrics'. */
+export const DEFAULT_SCOPES: readonly Scope[] = ['plants:read', 'plants:write']
 
 /** Uniform base62 characters: bytes of 248 and above are dropped so no character is favoured. */
 export function randomBase62(length: number): string {

@@ -13,6 +13,8 @@ export const ENV_HELP: Record<string, [fallback: string, meaning: string]> = {
   LOG_FORMAT: ['pretty on a terminal, else json', 'json lines or pino-pretty text'],
   METRICS: ['true', 'serve Prometheus metrics (false turns them off)'],
   METRICS_PORT: ['unset', 'serve metrics on this port only, summed over --workers'],
+  METRICS_RATE_LIMIT: ['60', 'scrapes of GET /metrics per token per window; 0 for none'],
+  METRICS_RATE_WINDOW_MS: ['60000', 'the window of METRICS_RATE_LIMIT'],
   OTEL_EXPORTER_OTLP_ENDPOINT: ['unset', 'OTLP/HTTP collector URL: turns tracing on'],
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: ['unset', 'the full traces URL instead; turns tracing on'],
   OTEL_SDK_DISABLED: ['false', 'true keeps tracing off even with an endpoint'],

@@ -37,7 +37,10 @@ export const COMMANDS: CommandSpec[] = [
     summary: 'Create an API token and print its secret (shown once) alone on stdout.',
     options: [
       ['--name NAME', 'who or what the token is for (required, at most 100 characters)'],
-      ['--scopes LIST', 'comma-separated: plants:read,plants:write (default: both)'],
+      [
+        '--scopes LIST',
+        'comma-separated: plants:read,plants:write,metrics:read (default: plants:read,plants:write)',
+      ],
       ['--expires-in DURATION', 'lifetime such as 30d, 12h, 15m, 45s or 2w (default: never)'],
     ],
     env: STORE_ENV,

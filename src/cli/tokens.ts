@@ -4,6 +4,7 @@ import {
   generateTokenSecret,
   hashToken,
   parseDuration,
+  DEFAULT_SCOPES,
   SCOPES,
 } from '../auth/token-format.js'
 import type { TokenRecord } from '../storage/storage.js'
@@ -39,7 +40,7 @@ async function create(open: OpenStore, args: string[]): Promise<void> {
       '--name must be at most 100 characters, with no control or format characters (newline, tab, U+202E, ...)',
     )
   }
-  const scopes = (values.scopes ?? SCOPES.join(','))
+  const scopes = (values.scopes ?? DEFAULT_SCOPES.join(','))
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean)

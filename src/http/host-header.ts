@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
+import { refuseBeforeRouting } from './unrouted.js'
 
 /**
  * RFC 3986 reg-name (which covers IPv4) or a bracketed IPv6 address, with an optional port that a
@@ -39,18 +40,25 @@ export function requireHost(
   if (host === undefined) {
     const { httpVersionMajor, httpVersionMinor } = request.raw
     return done(
-      httpVersionMajor === 1 && httpVersionMinor === 0 ? undefined : hostError('is required in HTTP/1.1'),
+      httpVersionMajor === 1 && httpVersionMinor === 0
+        ? undefined
+        : refuseBeforeRouting(request, hostError('is required in HTTP/1.1')),
     )
   }
   if (!PLAIN_HOST.test(host))
-    return done(hostError('must be a host name or address, with an optional port of 0-65535'))
+    return done(
+      refuseBeforeRouting(
+        request,
+        hostError('must be a host name or address, with an optional port of 0-65535'),
+      ),
+    )
   const raw = request.raw.rawHeaders
   let seen = 0
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string
     const single = SINGLE_FIELDS[name.length]
     if (single === undefined || name.toLowerCase() !== single.lower) continue
-    if (seen & single.bit) return done(sentTwice(single.shown))
+    if (seen & single.bit) return done(refuseBeforeRouting(request, sentTwice(single.shown)))
     seen |= single.bit
   }
   done()

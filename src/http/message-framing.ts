@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
 import { headerBlockRefusal } from './header-block.js'
+import { refuseBeforeRouting } from './unrouted.js'
 
 /** After either refusal the rest of what the client sends cannot be trusted to be framed as ours. */
 const CLOSE = { connection: 'close' }
@@ -23,36 +24,45 @@ export function refuseUnsupportedFraming(
   if (httpVersionMajor !== 1) {
     const rule = 'must name HTTP/1.1 or HTTP/1.0'
     return done(
-      new ApiError(
-        'HTTP_VERSION_NOT_SUPPORTED',
-        `HTTP/${httpVersion} is not supported: the request line ${rule}`,
-        {
-          headers: CLOSE,
-          details: [{ field: 'request line', rule }],
-        },
+      refuseBeforeRouting(
+        request,
+        new ApiError(
+          'HTTP_VERSION_NOT_SUPPORTED',
+          `HTTP/${httpVersion} is not supported: the request line ${rule}`,
+          {
+            headers: CLOSE,
+            details: [{ field: 'request line', rule }],
+          },
+        ),
       ),
     )
   }
   const headerBlock = headerBlockRefusal(request.raw)
-  if (headerBlock) return done(headerBlock)
+  if (headerBlock) return done(refuseBeforeRouting(request, headerBlock))
   const coding = request.headers['transfer-encoding']
   if (coding !== undefined && request.raw.httpVersionMinor === 0) {
     const rule = 'must be absent in HTTP/1.0'
     return done(
-      new ApiError(
-        'BAD_HTTP_REQUEST',
-        `Transfer-Encoding is not allowed in an HTTP/1.0 request: it ${rule}; the connection is closed`,
-        { headers: CLOSE, details: [{ field: 'Transfer-Encoding', rule }] },
+      refuseBeforeRouting(
+        request,
+        new ApiError(
+          'BAD_HTTP_REQUEST',
+          `Transfer-Encoding is not allowed in an HTTP/1.0 request: it ${rule}; the connection is closed`,
+          { headers: CLOSE, details: [{ field: 'Transfer-Encoding', rule }] },
+        ),
       ),
     )
   }
   if (coding !== undefined && coding.trim().toLowerCase() !== 'chunked') {
     const rule = 'must be absent or chunked'
     return done(
-      new ApiError(
-        'UNSUPPORTED_TRANSFER_CODING',
-        `Transfer-Encoding "${coding}" is not supported: it ${rule}`,
-        { headers: CLOSE, details: [{ field: 'Transfer-Encoding', rule }] },
+      refuseBeforeRouting(
+        request,
+        new ApiError(
+          'UNSUPPORTED_TRANSFER_CODING',
+          `Transfer-Encoding "${coding}" is not supported: it ${rule}`,
+          { headers: CLOSE, details: [{ field: 'Transfer-Encoding', rule }] },
+        ),
       ),
     )
   }

@@ -22,15 +22,17 @@ export interface AuthLimits {
   failed(request: FastifyRequest): Promise<ApiError | undefined>
   /** Counts a request against its token; undefined when requests per token are not limited. */
   used: ((request: FastifyRequest) => Promise<ApiError | undefined>) | undefined
+  /** Counts a scrape of GET /metrics against its token; undefined when scrapes are not limited. */
+  scrapes: ((request: FastifyRequest) => Promise<ApiError | undefined>) | undefined
 }
 
 /**
- * Builds the two limits authentication applies: failed authentications per client address (the
- * address Fastify gives, proxy-aware with TRUST_PROXY; IPv6 by /64), counted for up to
- * AUTH_FAILURE_CLIENTS addresses by a FailureCounter, which forgets none before its window ends
- * (@fastify/rate-limit's LRU forgot an address at 429 after 5,000 others); and, when configured,
- * requests per token with @fastify/rate-limit. Counters live in this process: with several
- * instances each counts on its own.
+ * Registers @fastify/rate-limit with no limit of its own on any route, and builds the limits
+ * authentication applies: failed authentications per client address (the address Fastify gives,
+ * proxy-aware with TRUST_PROXY; IPv6 by /64), counted for up to AUTH_FAILURE_CLIENTS addresses by
+ * a FailureCounter, which forgets none before its window ends; when configured, requests per
+ * token; and scrapes of GET /metrics per token (a scrape collects every metric, so it costs more
+ * than a read). Counters live in this process: with several instances each counts on its own.
  */
 export async function registerRateLimits(app: FastifyInstance, config: Config): Promise<AuthLimits> {
   await app.register(rateLimit, { global: false })
@@ -73,8 +75,16 @@ export async function registerRateLimits(app: FastifyInstance, config: Config): 
     (request) => `token ${request.tokenId}`,
     `more than ${config.tokenRateLimit} requests with this token in ${config.tokenRateWindowMs / 1000} s`,
   )
+  const scrapes = limit(
+    'scrapes',
+    config.metricsRateLimit,
+    config.metricsRateWindowMs,
+    (request) => `scrapes ${request.tokenId}`,
+    `more than ${config.metricsRateLimit} scrapes of /metrics with this token in ${config.metricsRateWindowMs / 1000} s`,
+  )
   return {
     failed: async (request) => (config.authFailureLimit === 0 ? undefined : failures(request)),
     used: config.tokenRateLimit === 0 ? undefined : perToken,
+    scrapes: config.metricsRateLimit === 0 ? undefined : scrapes,
   }
 }

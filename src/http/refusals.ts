@@ -1,6 +1,6 @@
 /** Why a client was refused for load, not for what it asked: the kinds a metrics module counts. */
 export type RefusalKind =
-  'connections' | 'connections-per-address' | 'auth-failures' | 'token-rate' | 'load-shed'
+  'connections' | 'connections-per-address' | 'auth-failures' | 'token-rate' | 'scrapes' | 'load-shed'
 
 import { countLoadShed, countRateLimited } from '../observability/metrics.js'
 

@@ -97,13 +97,33 @@ export interface StoreGauges {
 
 let store: StoreGauges | undefined
 
+/**
+ * How long one reading of the webhook backlog serves the scrapes that follow: a scrape storm
+ * reads the store once per this window, whatever its rate (docs/observability.md).
+ */
+export const BACKLOG_CACHE_MS = 5_000
+
+type Backlog = Awaited<ReturnType<StoreGauges['webhookBacklog']>> | undefined
+let backlog: { at: number; reading: Promise<Backlog> } | undefined
+
 /** The store the scrape-time gauges read; `undefined` stops reading it (it is closing). */
 export function watchStore(next: StoreGauges | undefined): void {
   store = next
+  backlog = undefined
 }
 
-// prom-client collects every metric at once: each gauge reads the backlog itself.
-const readBacklog = () => store?.webhookBacklog().catch(() => undefined)
+// Both backlog gauges share one reading (one query), cached for BACKLOG_CACHE_MS; a failed one
+// too, so that a store that is down is not asked again by every scrape.
+const readBacklog = (): Promise<Backlog> => {
+  const now = Date.now()
+  if (!backlog || now - backlog.at >= BACKLOG_CACHE_MS) {
+    backlog = {
+      at: now,
+      reading: store?.webhookBacklog().catch(() => undefined) ?? Promise.resolve(undefined),
+    }
+  }
+  return backlog.reading
+}
 
 new client.Gauge({
   name: `${PREFIX}webhook_deliveries_pending`,
@@ -111,8 +131,8 @@ new client.Gauge({
   // Every worker of a cluster reads the same store: summed, the backlog would count N times.
   aggregator: 'max',
   async collect() {
-    const backlog = await readBacklog()
-    if (backlog) this.set(backlog.pending)
+    const reading = await readBacklog()
+    if (reading) this.set(reading.pending)
   },
 })
 new client.Gauge({
@@ -151,7 +171,12 @@ export function collectProcessMetrics(): void {
 }
 
 /** Counts one answered request; `route` is the route pattern, never the raw URL. */
-export function countRequest(route: string, method: string, status: number, elapsedSeconds: number): void {
+export function countRequest(
+  route: string,
+  method: string,
+  status: number | 'other',
+  elapsedSeconds: number,
+): void {
   const key = `${method} ${status} ${route}`
   let tally = requestTallies.get(key)
   if (!tally) {

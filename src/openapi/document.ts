@@ -12,8 +12,8 @@ const decisions = `
 Decisions where the seed description says "not shown":
 
 - **Tokens**: opaque bearer tokens \`pst_\` + 43 base62 characters, issued and revoked by an operator
-  with \`plant-store tokens\`; only their SHA-256 is stored. Scopes \`plants:read\` and \`plants:write\`;
-  optional expiry. A revocation takes effect within 1 second on every instance. The scheme name is
+  with \`plant-store tokens\`; only their SHA-256 is stored. Scopes \`plants:read\` and \`plants:write\`,
+  and \`metrics:read\` for \`GET /metrics\` alone; optional expiry. A revocation takes effect within 1 second on every instance. The scheme name is
   case-insensitive. A token is taken only from one Authorization header: an \`access_token\` query
   parameter on a \`/plants\` operation is a 400 (\`invalid_request\`), and so are two Authorization (or
   Host, or Content-Type) lines.
@@ -140,7 +140,10 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       servers: [{ url: '/', description: 'The service that serves this document' }],
       tags: [
         { name: 'plants', description: 'Create, read, list and delete plants; a bearer token is needed.' },
-        { name: 'service', description: 'Probes and this document; no token needed.' },
+        {
+          name: 'service',
+          description: 'Probes and this document, which need no token; the metrics, which need metrics:read.',
+        },
         { name: 'webhooks', description: 'What the service sends to subscribers.' },
       ],
       components: {

@@ -1,6 +1,7 @@
 import { METHODS } from 'node:http'
 import type { FastifyInstance, HTTPMethods, onRequestHookHandler } from 'fastify'
 import { ApiError } from '../errors.js'
+import { refuseBeforeRouting } from '../http/unrouted.js'
 
 /** A route pattern (`/plants/:id`) and the methods its 405 lists in Allow. */
 export interface KnownPath {
@@ -39,12 +40,15 @@ export function methodNotAllowed(app: FastifyInstance, url: string, allowed: HTT
   const others = app.supportedMethods.filter((method) => !allow.includes(method as HTTPMethods))
   const refuse: onRequestHookHandler = (request, _reply, done) =>
     done(
-      new ApiError(
-        'METHOD_NOT_ALLOWED',
-        `${request.method} is not allowed on ${shownPath(url)}; use ${allow.join(', ')}`,
-        {
-          headers: { allow: allow.join(', ') },
-        },
+      refuseBeforeRouting(
+        request,
+        new ApiError(
+          'METHOD_NOT_ALLOWED',
+          `${request.method} is not allowed on ${shownPath(url)}; use ${allow.join(', ')}`,
+          {
+            headers: { allow: allow.join(', ') },
+          },
+        ),
       ),
     )
   app.route({

@@ -1,7 +1,15 @@
 /** GET /metrics as Prometheus scrapes it, parsed by a real text-format parser. */
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { serviceEnv, spawnService, startService, stopService, testStores, waitFor } from '../helpers.js'
+import {
+  createToken,
+  serviceEnv,
+  spawnService,
+  startService,
+  stopService,
+  testStores,
+  waitFor,
+} from '../helpers.js'
 import { request } from '../http-client.js'
 import { Scrape } from '../metrics-scrape.js'
 import { setupWebhooks } from './webhook-harness.js'
@@ -14,14 +22,22 @@ const ATTEMPTS = 'plant_store_webhook_attempts_total'
 for (const store of testStores()) {
   describe(`metrics (${store})`, () => {
     it('count requests by route pattern, authentication failures, group commits and webhook attempts', async (t) => {
-      const ctx = await setupWebhooks(store, t)
+      // Polled below: unlimited scrapes (the limit has a test of its own). The held send lasts
+      // longer than the 5 s the backlog gauges are cached, so that a scrape sees it pending.
+      const ctx = await setupWebhooks(store, t, {
+        METRICS_RATE_LIMIT: '0',
+        WEBHOOK_TIMEOUT_MS: '9000',
+        WEBHOOK_LEASE_MS: '18000',
+      })
+      const scraper = await createToken(ctx.env, 'prometheus', 'metrics:read')
       const receiver = await ctx.receiver()
       // The first send is held until it times out: pending while held, then retried and delivered.
       receiver.answer = (n) => (n === 1 ? 'hold' : 200)
       await ctx.subscribe(receiver)
       const service = await ctx.start()
       const metrics = `${service.url}/metrics`
-      const before = await Scrape.of(metrics)
+      const scrape = () => Scrape.of(metrics, scraper)
+      const before = await scrape()
 
       const created = await ctx.post('{"id":4242,"name":"Counted"}')
       assert.equal(created.status, 200, created.text)
@@ -30,15 +46,18 @@ for (const store of testStores()) {
       assert.equal((await request('GET', `${service.url}/plants`)).status, 401)
       assert.equal((await request('GET', `${service.url}/plants`, { token: 'not-a-token' })).status, 401)
       await waitFor('the first send', () => receiver.received.length === 1)
-      const held = await Scrape.of(metrics)
-      assert.equal(held.value('plant_store_webhook_deliveries_pending'), 1)
+      // The backlog gauges are cached for 5 s: the scrape before the create may still be served.
+      const held = await waitFor('the held delivery counted', async () => {
+        const next = await scrape()
+        return next.value('plant_store_webhook_deliveries_pending') === 1 ? next : undefined
+      })
       assert.ok(held.value('plant_store_webhook_oldest_pending_age_seconds') > 0)
 
       await waitFor('the retry delivered', () => receiver.received.some((r) => r.answered === 200))
       const after = await waitFor('the delivery recorded', async () => {
-        const scrape = await Scrape.of(metrics)
-        const recorded = scrape.value('plant_store_webhook_deliveries_pending') === 0
-        return recorded && scrape.value(ATTEMPTS, { outcome: 'delivered' }) === 1 ? scrape : undefined
+        const next = await scrape()
+        const recorded = next.value('plant_store_webhook_deliveries_pending') === 0
+        return recorded && next.value(ATTEMPTS, { outcome: 'delivered' }) === 1 ? next : undefined
       })
 
       const moved = (name: string, labels: Record<string, string>) =>
@@ -48,7 +67,7 @@ for (const store of testStores()) {
       assert.equal(moved(REQUESTS, { route: '/plants/:id', method: 'GET', status: '404' }), 1)
       assert.equal(moved(REQUESTS, { route: '/plants', method: 'GET', status: '401' }), 2)
       // A scrape hands the counter only what it has not had yet: the next one counts nothing twice.
-      const again = await Scrape.of(metrics)
+      const again = await scrape()
       const created200 = { route: '/plants', method: 'POST', status: '200' }
       assert.equal(again.value(REQUESTS, created200), after.value(REQUESTS, created200))
       assert.equal(after.type(DURATION), 'HISTOGRAM')
@@ -78,6 +97,38 @@ for (const store of testStores()) {
         'plant_store_store_errors_total',
       ])
         assert.ok(after.has(name), `${name} is declared`)
+    })
+  })
+}
+
+for (const store of testStores()) {
+  describe(`the webhook backlog gauges (${store})`, () => {
+    it('are read from the store once per 5 s: a scrape storm is served the cached reading, then a fresh one', async (t) => {
+      // No worker, so the deliveries stay pending; unlimited scrapes, as the refresh is polled.
+      const service = await startService(store, { WEBHOOK_WORKER: 'false', METRICS_RATE_LIMIT: '0' })
+      t.after(() => service.close())
+      await service.storage.addSubscription({
+        id: 'sub-backlog',
+        url: 'https://receiver.example/hook',
+        secret: 'whsec_c2VjcmV0',
+        createdAt: new Date(),
+      })
+      const token = await service.token()
+      const create = async (id: number) => {
+        const body = { id, name: `pending ${id}` }
+        const created = await request('POST', `${service.url}/plants`, { token, body })
+        assert.equal(created.status, 200, created.text)
+      }
+      const pending = async () =>
+        (await Scrape.of(`${service.url}/metrics`, token)).value('plant_store_webhook_deliveries_pending')
+
+      await create(1)
+      assert.equal(await pending(), 1)
+      await create(2)
+      assert.equal((await service.storage.webhookBacklog()).pending, 2)
+      // Within the window every scrape gets the first reading, however many there are.
+      for (let i = 0; i < 20; i++) assert.equal(await pending(), 1, `scrape ${i} in the window`)
+      await waitFor('a fresh reading once the window has passed', async () => (await pending()) === 2)
     })
   })
 }

@@ -35,7 +35,7 @@ describe('GET /openapi.json', () => {
     assert.match(doc.info.description, /not shown/)
   })
 
-  it('declares bearerAuth and applies it to every /plants operation', () => {
+  it('declares bearerAuth and applies it to every /plants operation and /metrics', () => {
     const { type, scheme } = doc.components.securitySchemes.bearerAuth
     assert.deepEqual({ type, scheme }, { type: 'http', scheme: 'bearer' })
     for (const [path, item] of Object.entries(doc.paths) as [
@@ -43,7 +43,8 @@ describe('GET /openapi.json', () => {
       Record<string, { security?: unknown }>,
     ][]) {
       for (const operation of Object.values(item)) {
-        if (path.startsWith('/plants')) assert.deepEqual(operation.security, [{ bearerAuth: [] }], path)
+        if (path.startsWith('/plants') || path === '/metrics')
+          assert.deepEqual(operation.security, [{ bearerAuth: [] }], path)
         else assert.deepEqual(operation.security, [], path)
       }
     }

@@ -95,7 +95,7 @@ if (!url) {
             VALUES (${id}, 's', 1, '{}', ${status}, ${attempts}, now(), ${lastAt}, ${lastStatus},
               ${lastError}, now())`
         }
-        assert.deepEqual(await migratePostgres(sql), [3])
+        assert.deepEqual(await migratePostgres(sql), [3, 4])
         const history = await admin`SELECT * FROM webhook_attempts ORDER BY delivery_id`
         assert.deepEqual(
           history.map((r) => ({ ...r })),
@@ -115,14 +115,14 @@ if (!url) {
       const clients = [1, 2, 3].map(() => createPool({ ...options, poolSize: 1 }, false))
       try {
         const runs = await Promise.all(clients.map((sql) => migratePostgres(sql)))
-        assert.deepEqual(runs.flat().sort(), [1, 2, 3])
+        assert.deepEqual(runs.flat().sort(), [1, 2, 3, 4])
         assert.deepEqual(await Promise.all(clients.map((sql) => migratePostgres(sql))), [[], [], []])
         const [first] = clients
         assert.ok(first)
         const { rows } = await first.query('SELECT version FROM schema_migrations ORDER BY version')
         assert.deepEqual(
           rows.map((r) => r.version),
-          [1, 2, 3],
+          [1, 2, 3, 4],
         )
       } finally {
         await Promise.all(clients.map((sql) => sql.end()))

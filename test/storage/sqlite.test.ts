@@ -26,10 +26,10 @@ describe('sqlite migrations', () => {
   it('apply every version once, and nothing on a second run', () => {
     const db = new Database(path.join(dir, 'migrations.db'))
     try {
-      assert.deepEqual(migrateSqlite(db), [1, 2, 3, 4])
+      assert.deepEqual(migrateSqlite(db), [1, 2, 3, 4, 5])
       assert.deepEqual(migrateSqlite(db), [])
       const versions = db.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all()
-      assert.deepEqual(versions, [1, 2, 3, 4])
+      assert.deepEqual(versions, [1, 2, 3, 4, 5])
     } finally {
       db.close()
     }
@@ -51,7 +51,7 @@ describe('sqlite migrations', () => {
       insert.run('delivered', 'delivered', 1, 3000, 204, null)
       insert.run('untried', 'pending', 0, null, null, null)
       insert.run('removed', 'failed', 1, 4000, 503, 'subscription removed')
-      assert.deepEqual(migrateSqlite(db), [4])
+      assert.deepEqual(migrateSqlite(db), [4, 5])
       assert.deepEqual(db.prepare('SELECT * FROM webhook_attempts ORDER BY delivery_id').all(), [
         { delivery_id: 'delivered', attempt: 1, at: 3000, status: 204, error: null },
         { delivery_id: 'retrying', attempt: 2, at: 2000, status: 500, error: 'HTTP 500' },

@@ -84,6 +84,12 @@ export const postgresMigrations: { version: number; name: string; sql: string }[
         WHERE attempts > 0 AND last_attempt_at IS NOT NULL
           AND NOT (status = 'failed' AND last_error IS NOT DISTINCT FROM 'subscription removed');`,
   },
+  {
+    version: 4,
+    name: 'pending deliveries by age',
+    sql: `CREATE INDEX webhook_deliveries_pending_age ON webhook_deliveries (created_at)
+      WHERE status = 'pending';`,
+  },
 ]
 
 /**

@@ -303,7 +303,9 @@ export class PostgresStorage implements Storage {
 
   async webhookBacklog(): Promise<{ pending: number; oldestCreatedAt: Date | null }> {
     const [row] = await this.rows(
-      `SELECT count(*)::int AS n, min(created_at) AS oldest FROM webhook_deliveries WHERE status = 'pending'`,
+      // Both from the pending-by-age index (migration 4): the min is its first entry.
+      `SELECT count(*)::int AS n, (SELECT min(created_at) FROM webhook_deliveries WHERE status = 'pending') AS oldest
+       FROM webhook_deliveries WHERE status = 'pending'`,
       [],
       true,
       'webhook-backlog',

@@ -83,4 +83,12 @@ export const sqliteMigrations: { version: number; name: string; sql: string }[] 
         WHERE attempts > 0 AND last_attempt_at IS NOT NULL
           AND NOT (status = 'failed' AND last_error IS 'subscription removed');`,
   },
+  {
+    version: 5,
+    name: 'pending deliveries by age',
+    // The metrics' backlog gauges (count and oldest) read only this index; through the
+    // (status, next_attempt_at) one, each scrape read every pending row (sqlite-storage.ts).
+    sql: `CREATE INDEX webhook_deliveries_pending_age ON webhook_deliveries (created_at)
+      WHERE status = 'pending';`,
+  },
 ]

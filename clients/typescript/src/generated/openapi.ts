@@ -118,7 +118,7 @@ export interface paths {
         };
         /**
          * Prometheus metrics of this process
-         * @description Request, store, webhook, authentication and Node process metrics in the Prometheus text format; needs no token. Off with METRICS=false; served on METRICS_PORT instead when that is set.
+         * @description Request, store, webhook, authentication and Node process metrics in the Prometheus text format, for a token with the metrics:read scope; at most METRICS_RATE_LIMIT scrapes per token per METRICS_RATE_WINDOW_MS (default 60 a minute), then 429. The webhook backlog gauges are read from the store at most once every 5 s. Off with METRICS=false; served on METRICS_PORT instead (without a token, for a private network) when that is set.
          */
         get: operations["metrics"];
         put?: never;
@@ -1413,6 +1413,8 @@ export interface operations {
             /** @description Bad request: malformed JSON, a field or parameter that breaks a rule, or a malformed query string */
             400: {
                 headers: {
+                    /** @description Sent with the 400 for an `access_token` query parameter (a token is only taken from the Authorization header): `Bearer realm="plant-store", error="invalid_request"`. */
+                    "WWW-Authenticate"?: string;
                     /** @description The request's X-Request-Id if it sent a plain one, else a generated UUID. */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -1429,6 +1431,46 @@ export interface operations {
                      *           "rule": "must NOT have fewer than 1 characters"
                      *         }
                      *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired bearer token */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="plant-store"`, with `error="invalid_token"` for a token that is not accepted and `error="insufficient_scope"` plus the `scope` needed on a 403. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The request's X-Request-Id if it sent a plain one, else a generated UUID. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 401,
+                     *       "message": "Authorization header is required: send \"Authorization: Bearer <token>\"",
+                     *       "code": "UNAUTHENTICATED"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="plant-store"`, with `error="invalid_token"` for a token that is not accepted and `error="insufficient_scope"` plus the `scope` needed on a 403. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The request's X-Request-Id if it sent a plain one, else a generated UUID. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 403,
+                     *       "message": "token lacks the scope \"plants:write\" this operation needs",
+                     *       "code": "INSUFFICIENT_SCOPE"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -1453,6 +1495,32 @@ export interface operations {
                      *           "rule": "must be absent or 100-continue"
                      *         }
                      *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address, or too many requests with this token */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description Requests (or failures) allowed per window. */
+                    "RateLimit-Limit"?: number;
+                    /** @description What is left of them: 0. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's X-Request-Id if it sent a plain one, else a generated UUID. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 429,
+                     *       "message": "more than 100 failed authentications from this address in 60 s; retry after 42 s",
+                     *       "code": "TOO_MANY_REQUESTS"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
