@@ -182,7 +182,7 @@ export class GroupCommitWriter {
     this.closing ??= (async () => {
       if (this.active || this.queue.length > 0) await new Promise<void>((resolve) => (this.drained = resolve))
       this.thread.ref()
-      this.thread.postMessage({ op: 'close', checkpoint: !this.ioFailed } satisfies ToWriter)
+      this.thread.postMessage({ op: 'close', checkpoint: this.broken === undefined } satisfies ToWriter)
       await this.threadExited
       if (this.closeError) {
         this.ioFailed = true

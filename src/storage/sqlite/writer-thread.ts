@@ -25,8 +25,9 @@ export interface WireError {
 export type WireOutcome = { ok: true; value: unknown } | { ok: false; error: WireError }
 
 /**
- * `close` checkpoints first unless `checkpoint` is false (the store failed): after a failed sync
- * nothing may copy the WAL into the database file and reset it, so the next start replays it.
+ * `close` checkpoints first unless `checkpoint` is false (the store failed) or a file has left its
+ * path: after a failed sync nothing may copy the WAL into the database file and reset it, and a
+ * database file replaced meanwhile must not have the WAL it shares with its successor emptied.
  */
 export type ToWriter = { op: 'batch'; writes: WriteOp[] } | { op: 'close'; checkpoint: boolean }
 
@@ -156,7 +157,7 @@ function serve(port: NonNullable<typeof parentPort>, { options, files }: WriterT
 
   port.on('message', (message: ToWriter) => {
     if (message.op === 'close') {
-      const last = message.checkpoint ? checkpoint() : undefined
+      const last = message.checkpoint && firstMissing(files) === undefined ? checkpoint() : undefined
       db.close()
       port.postMessage({
         type: 'closed',
