@@ -52,9 +52,17 @@ export function primaryLogger(logLevel: Config['logLevel']) {
   }
 }
 
+/** What a worker whose store failed for good sends its primary (serve.ts), instead of exiting. */
+export const STORE_FAILED = { plantStore: 'store-failed' } as const
+
+const isStoreFailed = (message: unknown) =>
+  (message as { plantStore?: unknown } | null)?.plantStore === STORE_FAILED.plantStore
+
 interface Slot {
   index: number
   worker: Worker | undefined
+  /** Workers of this slot whose store failed: they answer until the slot's next worker listens. */
+  retiring: Worker[]
   startedAt: number
   /** Deaths in a row that came sooner than stableAfterMs after the start. */
   quickDeaths: number
@@ -86,6 +94,7 @@ export function runCluster(options: ClusterOptions): Promise<never> {
   const slots: Slot[] = Array.from({ length: workers }, (_, index) => ({
     index,
     worker: undefined,
+    retiring: [],
     startedAt: 0,
     quickDeaths: 0,
     listening: false,
@@ -100,7 +109,23 @@ export function runCluster(options: ClusterOptions): Promise<never> {
     process.stdout.write('', () => process.exit(code))
   }
 
-  const live = () => slots.filter((slot) => slot.worker).length
+  const workersAlive = () =>
+    slots.flatMap((slot) => (slot.worker ? [slot.worker, ...slot.retiring] : slot.retiring))
+  const live = () => workersAlive().length
+
+  /** The next worker of a slot whose worker died or failed, after the slot's backoff. */
+  const replace = (
+    slot: Slot,
+    fields: Record<string, unknown>,
+    msg: string,
+    level: 'info' | 'error' = 'error',
+  ) => {
+    const lived = Date.now() - slot.startedAt
+    slot.quickDeaths = lived >= stableAfterMs ? 0 : slot.quickDeaths + 1
+    const delay = Math.min(maxRestartDelayMs, restartDelayMs * 2 ** Math.max(0, slot.quickDeaths - 1))
+    log(level, { ...fields, livedMs: lived, restartInMs: delay }, msg)
+    slot.restartTimer = setTimeout(() => fork(slot), delay)
+  }
 
   const fork = (slot: Slot) => {
     slot.restartTimer = undefined
@@ -111,16 +136,34 @@ export function runCluster(options: ClusterOptions): Promise<never> {
     worker.once('listening', () => {
       slot.listening = true
       log('info', { worker: slot.index + 1, workerPid: worker.process.pid }, 'worker listening')
+      // Only now do the failed ones stop: one worker at least listens, so the port stays open.
+      for (const old of slot.retiring) old.process.kill('SIGTERM')
       if (!ready && slots.every((s) => s.listening)) {
         ready = true
         const pids = slots.map((s) => s.worker?.process.pid)
         log('info', { workers, pids }, `cluster ready: ${workers} workers share the port`)
       }
     })
-    worker.once('exit', (code, signal) => {
+    worker.on('message', (message: unknown) => {
+      if (!isStoreFailed(message) || slot.worker !== worker || stopping) return
+      // It goes on answering (reads, and 503 to writes) until its replacement listens.
       slot.worker = undefined
       slot.listening = false
+      slot.retiring.push(worker)
+      replace(
+        slot,
+        { worker: slot.index + 1, workerPid: worker.process.pid },
+        "worker's store failed; replacing it",
+      )
+    })
+    worker.once('exit', (code, signal) => {
       const fields = { worker: slot.index + 1, workerPid: worker.process.pid, code, signal }
+      const retired = slot.retiring.indexOf(worker)
+      if (retired !== -1) slot.retiring.splice(retired, 1)
+      else {
+        slot.worker = undefined
+        slot.listening = false
+      }
       if (stopping) {
         if (code !== 0) failedDrain = true
         log(code === 0 ? 'info' : 'error', fields, 'worker stopped')
@@ -130,24 +173,19 @@ export function runCluster(options: ClusterOptions): Promise<never> {
         }
         return
       }
+      if (retired !== -1) {
+        log('info', fields, 'replaced worker stopped')
+        return
+      }
       if (!ready) {
         // As a single process would: a service that cannot start fails instead of retrying forever.
         log('fatal', fields, 'a worker exited before the cluster was ready; stopping')
         stop('SIGTERM', 1)
         return
       }
-      const lived = Date.now() - slot.startedAt
-      slot.quickDeaths = lived >= stableAfterMs ? 0 : slot.quickDeaths + 1
-      const delay = Math.min(maxRestartDelayMs, restartDelayMs * 2 ** Math.max(0, slot.quickDeaths - 1))
       // A clean exit is a worker stopped on purpose (a rolling restart sends it SIGTERM); a crash is an error.
-      if (code === 0)
-        log(
-          'info',
-          { ...fields, livedMs: lived, restartInMs: delay },
-          'worker exited cleanly; starting another',
-        )
-      else log('error', { ...fields, livedMs: lived, restartInMs: delay }, 'worker died; replacing it')
-      slot.restartTimer = setTimeout(() => fork(slot), delay)
+      if (code === 0) replace(slot, fields, 'worker exited cleanly; starting another', 'info')
+      else replace(slot, fields, 'worker died; replacing it')
     })
   }
 
@@ -164,11 +202,11 @@ export function runCluster(options: ClusterOptions): Promise<never> {
       exit(failedDrain ? 1 : 0)
       return
     }
-    for (const slot of slots) slot.worker?.process.kill(signal)
+    for (const worker of workersAlive()) worker.process.kill(signal)
     // Each worker bounds its own drain by SHUTDOWN_TIMEOUT_MS; this is the backstop for a stuck one.
     setTimeout(() => {
       log('error', { workers: live() }, 'workers did not stop in time; killing them')
-      for (const slot of slots) slot.worker?.process.kill('SIGKILL')
+      for (const worker of workersAlive()) worker.process.kill('SIGKILL')
       setTimeout(() => exit(1), 1_000).unref()
     }, config.shutdownTimeoutMs + 15_000).unref()
   }

@@ -9,7 +9,7 @@ import { answerClusterScrapes, startMetricsServer } from '../observability/metri
 import { commitObserver } from '../observability/metrics.js'
 import { storeLocation } from '../observability/store-location.js'
 import { startTracing } from '../observability/trace-hooks.js'
-import { parseWorkers, primaryLogger, runCluster } from './cluster.js'
+import { parseWorkers, primaryLogger, runCluster, STORE_FAILED } from './cluster.js'
 import { announceNewStore, storeIsMissing } from './open-store.js'
 
 /**
@@ -58,11 +58,14 @@ export async function serveCommand(args: string[]): Promise<void> {
   for (const warning of storage.warnings) server.app.log.warn(warning)
   if (config.trustProxy === true) server.app.log.warn({ trustProxy: true }, TRUST_ANY_PROXY)
   storage.onFatal?.((error) => {
-    // A worker exits, and its primary starts another; alone, the process stays up for reads and
-    // /readyz says 503 until its supervisor or operator restarts it.
-    const restart = cluster.isWorker ? 'this worker exits; the primary starts another' : 'restart the service'
+    // The process stays up for reads and /readyz says 503: alone, until its supervisor or operator
+    // restarts it; a worker, until the primary has started its replacement and stops it (its
+    // exit would close the port once every worker had failed).
+    const restart = cluster.isWorker
+      ? 'this worker answers until the primary has started its replacement'
+      : 'restart the service'
     server.app.log.fatal({ err: error }, `the store takes no more writes: ${restart}`)
-    if (cluster.isWorker) void server.shutdown('the store failed').finally(() => process.exit(1))
+    if (cluster.isWorker) process.send?.(STORE_FAILED)
   })
   const noUsableToken = (await storage.countUsableTokens(new Date())) === 0
   try {

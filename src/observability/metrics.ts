@@ -93,6 +93,8 @@ export interface StoreGauges {
   webhookBacklog(): Promise<{ pending: number; oldestCreatedAt: Date | null }>
   /** Database connections in use and requests waiting for one; undefined when the driver has no pool. */
   poolStats?(): { inUse: number; waiting: number } | undefined
+  /** SQLite: the WAL's size. */
+  details?(): { walBytes?: number }
 }
 
 let store: StoreGauges | undefined
@@ -158,6 +160,17 @@ new client.Gauge({
   collect() {
     const stats = store?.poolStats?.()
     if (stats) this.set(stats.waiting)
+  },
+})
+
+new client.Gauge({
+  name: `${PREFIX}sqlite_wal_bytes`,
+  help: "Bytes in SQLite's WAL file (absent on PostgreSQL): near 4 MiB under steady writes",
+  // Every worker of a cluster sees the same file.
+  aggregator: 'max',
+  collect() {
+    const bytes = store?.details?.().walBytes
+    if (bytes !== undefined) this.set(bytes)
   },
 })
 

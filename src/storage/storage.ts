@@ -186,7 +186,14 @@ export interface Storage {
 
   /** Resolves when the store can read its plants table (and, for a server, take writes). */
   ping(): Promise<void>
+  /** Figures /readyz shows beside its status (SQLite: the WAL's size); none for PostgreSQL. */
+  details?(): StoreDetails
   close(): Promise<void>
+}
+
+export interface StoreDetails {
+  /** Bytes in SQLite's WAL file: near 4 MiB under steady writes, growing when checkpoints cannot finish. */
+  walBytes?: number
 }
 
 /** Told of every group commit a store has answered, for metrics (observability/metrics.ts). */
@@ -198,6 +205,21 @@ export interface CommitObserver {
 /** Thrown by an adapter when the database cannot be reached; answered as 503 with Retry-After. */
 export class StoreUnavailableError extends Error {
   override name = 'StoreUnavailableError'
+}
+
+/**
+ * The store stopped taking writes for good (SQLite after a failed sync or checkpoint, or files
+ * moved away): only a restart recovers it. `reason` says why in words safe to show anyone (/readyz).
+ */
+export class StoreStoppedError extends StoreUnavailableError {
+  override name = 'StoreStoppedError'
+  constructor(
+    message: string,
+    readonly reason: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options)
+  }
 }
 
 /** The database answers but takes no writes (a standby, or a primary set read-only). */

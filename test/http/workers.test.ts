@@ -1,6 +1,7 @@
 /** `serve --workers N`: node:cluster workers sharing one port, replaced when they die, drained on SIGTERM. */
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
+import fs from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { describe, it } from 'node:test'
@@ -14,6 +15,7 @@ import {
   testStores,
   waitFor,
 } from '../helpers.js'
+import { diskFaultEnv } from '../shim.js'
 
 /** The pino request lines (one per response) of a service's output, as JSON. */
 function requestLines(output: string): { pid: number; reqId: string; status: number }[] {
@@ -45,7 +47,7 @@ function freshConnectionRequest(
   headers: Record<string, string>,
   body?: string,
   timeoutMs = 30_000,
-): Promise<{ status: number; text: string }> {
+): Promise<{ status: number; text: string; headers: http.IncomingHttpHeaders }> {
   return new Promise((resolve, reject) => {
     const req = http.request(url, { method, headers, agent: false, timeout: timeoutMs }, (res) => {
       let text = ''
@@ -53,7 +55,7 @@ function freshConnectionRequest(
       res.on('data', (chunk) => {
         text += chunk
       })
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text, headers: res.headers }))
     })
     req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)))
     req.on('error', reject)
@@ -222,6 +224,70 @@ for (const store of testStores()) {
           })
           assert.doesNotMatch(service.output(), /worker died/)
         } finally {
+          await stopService(service)
+        }
+      })
+
+      it('keeps the port answering while workers whose syncs fail for good are replaced', async () => {
+        // Load shedding (503 OVERLOADED on a loaded machine) is not what is tested here.
+        const env = await serviceEnv(store, { LOAD_SHED_EVENT_LOOP_DELAY_MS: '0' })
+        const token = await createToken(env, 'workers')
+        const marker = `${env.PLANT_STORE_DB}.fail-sync`
+        const service = await spawnService(diskFaultEnv(env, marker), ['--workers', '2'])
+        const primary = service.child.pid as number
+        const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
+        try {
+          await waitFor('the cluster to be ready', () => /cluster ready/.test(service.output()))
+          // A loaded machine may shed the first requests (503 OVERLOADED); they are tried again.
+          await waitFor('a first create', async () => {
+            const kept = await freshConnectionRequest(
+              `${service.url}/plants`,
+              'POST',
+              headers,
+              '{"id":1,"name":"kept"}',
+            )
+            return kept.status === 200
+          })
+          fs.writeFileSync(marker, '')
+          const workers = new Set(childPids(primary))
+          const refusals: string[] = []
+          const statuses: string[] = []
+          const until = Date.now() + 40_000
+          // Each write fails the worker that takes it; on until three replacements have started.
+          for (let id = 2; Date.now() < until && workers.size < 5; id++) {
+            const calls = [
+              ['GET', '/plants/1', undefined],
+              ['POST', '/plants', `{"id":${id},"name":"refused"}`],
+            ] as const
+            for (const [method, path, body] of calls) {
+              try {
+                const answer = await freshConnectionRequest(
+                  `${service.url}${path}`,
+                  method,
+                  headers,
+                  body,
+                  8000,
+                )
+                statuses.push(`${method} ${answer.status}`)
+                if (answer.status === 200) continue
+                assert.equal(answer.status, 503, answer.text)
+                assert.deepEqual(Object.keys(JSON.parse(answer.text)).sort(), ['code', 'error', 'message'])
+                assert.equal(answer.headers['retry-after'], '5')
+              } catch (error) {
+                if (error instanceof assert.AssertionError) throw error
+                refusals.push(`${method} ${path}: ${(error as Error).message}`)
+              }
+            }
+            for (const pid of childPids(primary)) workers.add(pid)
+          }
+          const tally = `${refusals.length} refused of ${refusals.length + statuses.length}, ${workers.size - 2} replacements`
+          assert.deepEqual(refusals.slice(0, 3), [], tally)
+          assert.ok(workers.size >= 5, tally)
+          // Reads go on (or are shed with a 503 above); no write is acknowledged by a failed store.
+          assert.ok(statuses.includes('GET 200'), statuses.join(', '))
+          assert.ok(!statuses.includes('POST 200'), statuses.join(', '))
+        } finally {
+          fs.rmSync(marker, { force: true })
           await stopService(service)
         }
       })

@@ -29,7 +29,9 @@ export async function backupSqliteStore(
     path.dirname(destination),
     `.${path.basename(destination)}.partial-${process.pid}`,
   )
-  const db = new Database(source, { fileMustExist: true })
+  // Read-only: as the last connection on the file, a writable one would checkpoint the WAL into
+  // it on close and drop any error of that checkpoint; this one never writes the store.
+  const db = new Database(source, { fileMustExist: true, readonly: true })
   try {
     db.pragma('busy_timeout = 5000')
     db.exec('BEGIN')

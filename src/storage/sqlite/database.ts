@@ -32,15 +32,17 @@ export const DEFAULT_MAX_BATCH = 256
 
 /**
  * The two connections of a store, both in WAL mode, at the store's `synchronous` level: SQLite
- * makes every sync itself. Page caches: better-sqlite3 defaults to 16 MiB per connection;
- * together they stay within that (RSS budget), which still keeps the B-tree interior pages of a
- * 10M-plant table and its tag index (about 3 MiB) hot.
+ * makes every sync itself, and neither checkpoints on its own (`wal_autocheckpoint = 0`). Page
+ * caches: better-sqlite3 defaults to 16 MiB per connection; together they stay within that (RSS
+ * budget), which still keeps the B-tree interior pages of a 10M-plant table and its tag index
+ * (about 3 MiB) hot.
  *
  * - `main` reads, and migrates on open.
- * - `writer` makes every write, in the writer thread (`writer-thread.ts`); SQLite's own
- *   auto-checkpoint runs on it after a commit that leaves the WAL over 1000 pages, so the WAL
- *   stays bounded under steady writes. Its busy timeout is 0: the group-commit writer retries a
- *   locked BEGIN on timers, so that each write waits at most the busy timeout from its arrival.
+ * - `writer` makes every write, in the writer thread (`writer-thread.ts`), which checkpoints after
+ *   a commit that leaves the WAL over 1000 pages and checks the result, so the WAL stays bounded
+ *   under steady writes and a failed checkpoint stops the store. Its busy timeout is 0: the
+ *   group-commit writer retries a locked BEGIN on timers, so that each write waits at most the
+ *   busy timeout from its arrival.
  */
 const ROLES = {
   main: { migrate: true, cacheKiB: 4096, busy: true },
@@ -95,6 +97,8 @@ export function openSqliteDatabase(
     db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`)
     db.pragma(`busy_timeout = ${settings.busy ? (options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS) : 0}`)
     db.pragma(`cache_size = -${settings.cacheKiB}`)
+    // SQLite's automatic checkpoint drops its errors; the writer thread checkpoints itself.
+    db.pragma('wal_autocheckpoint = 0')
     if (settings.migrate) migrateSqlite(db, options.onMigration)
     return db
   } catch (error) {

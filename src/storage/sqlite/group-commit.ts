@@ -7,12 +7,12 @@
  * checkpoints off the event loop, which measures half as many creates again a second (docs/durability.md).
  */
 import { Worker } from 'node:worker_threads'
-import { StoreUnavailableError } from '../storage.js'
+import { StoreStoppedError } from '../storage.js'
 import { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_MAX_BATCH, type SqliteOptions } from './database.js'
 import { isBusy, isDiskTrouble, isIoError, storeError } from './sqlite-errors.js'
 import type { StoreFiles } from './store-files.js'
 import type { WriteOp } from './write-ops.js'
-import type { FromWriter, ToWriter, WireError, WriterThreadData } from './writer-thread.js'
+import type { CheckpointOutcome, FromWriter, ToWriter, WireError, WriterThreadData } from './writer-thread.js'
 
 /** Counters of the writer since this store was opened, for tests and operators. */
 export interface WriterStats {
@@ -26,6 +26,10 @@ export interface WriterStats {
   largestBatch: number
   /** Writes accepted and waiting for a batch (not counting the batch running now). */
   queued: number
+  /** Checkpoints run after a commit left the WAL past the threshold. */
+  checkpoints: number
+  /** Of those, the ones a reader's snapshot kept from emptying the WAL (tried again after the next commit). */
+  checkpointsBusy: number
 }
 
 /** Pauses between tries of a BEGIN that another process's write lock refused. */
@@ -66,13 +70,19 @@ export class GroupCommitWriter {
     requestsCommitted: 0,
     largestBatch: 0,
     queued: 0,
+    checkpoints: 0,
+    checkpointsBusy: 0,
   }
   private queue: Queued[] = []
   private scheduled = false
   /** A batch is between BEGIN (or waiting for the lock) and its answers. */
   private active = false
   /** Set once the store failed for good (a failed sync, files moved away): writes are refused. */
-  private broken: StoreUnavailableError | undefined
+  private broken: StoreStoppedError | undefined
+  /** A write, sync or checkpoint of the store failed: its WAL must reach the next start untouched. */
+  private ioFailed = false
+  /** Why the checkpoint before closing failed, if it did. */
+  private closeError: StoreStoppedError | undefined
   /** The last write that failed for the disk's sake (full, read-only), until one succeeds. */
   private trouble: { error: Error; at: number } | undefined
   private closing: Promise<void> | undefined
@@ -87,7 +97,7 @@ export class GroupCommitWriter {
   constructor(
     options: SqliteOptions,
     private readonly files: StoreFiles,
-    private readonly onBroken: (error: StoreUnavailableError) => void,
+    private readonly onBroken: (error: StoreStoppedError) => void,
   ) {
     this.observer = options.observer
     this.maxBatch = options.maxBatch ?? DEFAULT_MAX_BATCH
@@ -102,6 +112,10 @@ export class GroupCommitWriter {
     // Referenced only while a batch runs: an idle writer never keeps the process up.
     this.thread.unref()
     this.thread.on('message', (reply: FromWriter) => {
+      if (reply.type === 'closed') {
+        if (reply.error) this.closeError = checkpointFailed(unwire(reply.error))
+        return
+      }
       const { batch, tries } = this.inFlight as { batch: Queued[]; tries: number }
       this.inFlight = undefined
       this.thread.unref()
@@ -114,8 +128,9 @@ export class GroupCommitWriter {
         resolve()
         if (this.closing) return
         const why = failure?.message ?? `it exited with code ${code}`
-        const error = new StoreUnavailableError(
+        const error = new StoreStoppedError(
           `the SQLite writer thread stopped: ${why}; restart the service`,
+          'its writer thread stopped',
         )
         if (this.inFlight) this.broke(error, this.inFlight.batch)
         else this.stopped(error)
@@ -143,7 +158,7 @@ export class GroupCommitWriter {
     if (this.trouble && Date.now() - this.trouble.at < TROUBLE_SHOWN_MS) throw this.trouble.error
     const missing = this.files.missing()
     // The next write breaks the writer; until one comes, this tells the balancer.
-    if (missing !== undefined) throw new StoreUnavailableError(movedAway(missing))
+    if (missing !== undefined) throw movedAway(missing)
   }
 
   stats(): WriterStats {
@@ -151,15 +166,28 @@ export class GroupCommitWriter {
   }
 
   /**
-   * Finishes every write already accepted, then closes the thread's connection and waits for the
-   * thread to end; later writes are refused.
+   * Whether the WAL must be left as it is for the next start to replay: after a failed sync or
+   * checkpoint, a close's checkpoint whose sync seems to succeed could reset it over lost pages.
+   */
+  get keepsWal(): boolean {
+    return this.ioFailed
+  }
+
+  /**
+   * Finishes every write already accepted, checkpoints (unless the store failed), then closes the
+   * thread's connection and waits for the thread to end; later writes are refused. Rejects when
+   * that checkpoint failed: the store then counts as failed, and its WAL is left for the next start.
    */
   close(): Promise<void> {
     this.closing ??= (async () => {
       if (this.active || this.queue.length > 0) await new Promise<void>((resolve) => (this.drained = resolve))
       this.thread.ref()
-      this.thread.postMessage({ op: 'close' } satisfies ToWriter)
+      this.thread.postMessage({ op: 'close', checkpoint: this.broken === undefined } satisfies ToWriter)
       await this.threadExited
+      if (this.closeError) {
+        this.ioFailed = true
+        throw this.closeError
+      }
     })()
     return this.closing
   }
@@ -201,7 +229,7 @@ export class GroupCommitWriter {
    * at most busyTimeoutMs from when it was accepted, however many batches wait before it; those
    * past their time are failed and the rest go on waiting.
    */
-  private settle(batch: Queued[], tries: number, reply: FromWriter): void {
+  private settle(batch: Queued[], tries: number, reply: Exclude<FromWriter, { type: 'closed' }>): void {
     if (reply.type === 'not-begun') {
       const error = unwire(reply.error)
       const now = Date.now()
@@ -219,29 +247,46 @@ export class GroupCommitWriter {
       return
     }
     if (reply.type === 'failed') return this.fail(batch, unwire(reply.error))
-    if (reply.type === 'moved') return this.broke(new StoreUnavailableError(movedAway(reply.file)), batch)
+    if (reply.type === 'moved') return this.broke(movedAway(reply.file), batch)
     if (reply.wrote) this.trouble = undefined
     this.counters.batchesCommitted++
     this.counters.requestsCommitted += batch.length
     this.counters.largestBatch = Math.max(this.counters.largestBatch, batch.length)
     // A move during the COMMIT itself: its answers would vouch for files no restart opens.
-    if (reply.moved !== undefined) return this.broke(new StoreUnavailableError(movedAway(reply.moved)), batch)
+    if (reply.moved !== undefined) return this.broke(movedAway(reply.moved), batch)
     for (const [i, request] of batch.entries()) {
       const outcome = reply.outcomes[i]
       if (outcome?.ok) request.resolve(outcome.value)
       else request.reject(storeError(unwire(outcome?.error ?? { message: 'no outcome' })))
     }
     this.observer?.batchCommitted(batch.length, performance.now() - this.batchStartedAt)
+    if (reply.checkpoint) this.checkpointed(reply.checkpoint)
     this.batchDone()
+  }
+
+  /**
+   * This batch's COMMIT synced the WAL, so its answers stand; a checkpoint that failed to write or
+   * sync the database file is a failed sync, and nothing after it is taken.
+   */
+  private checkpointed(outcome: CheckpointOutcome): void {
+    this.counters.checkpoints++
+    if (outcome.ok) {
+      if (outcome.busy) this.counters.checkpointsBusy++
+      return
+    }
+    this.ioFailed = true
+    this.stopped(checkpointFailed(unwire(outcome.error)))
   }
 
   /** An I/O error breaks the writer; any other error fails this batch alone. */
   private fail(batch: Queued[], error: Error): void {
     if (isIoError(error)) {
-      const broken = new StoreUnavailableError(
+      const broken = new StoreStoppedError(
         `the SQLite store could not be written or synced (${error.message}); it takes no more writes until the service restarts`,
+        'a write or sync of its files failed',
         { cause: error },
       )
+      this.ioFailed = true
       return this.broke(broken, batch)
     }
     const failure = storeError(error)
@@ -255,7 +300,7 @@ export class GroupCommitWriter {
    * The store failed for good: the batch and every write queued behind it hear `error` (a 503:
    * not acknowledged, may or may not be stored), and so does every later write.
    */
-  private broke(error: StoreUnavailableError, batch: Queued[]): void {
+  private broke(error: StoreStoppedError, batch: Queued[]): void {
     this.counters.batchesFailed++
     for (const request of batch) request.reject(error)
     this.stopped(error)
@@ -263,7 +308,7 @@ export class GroupCommitWriter {
   }
 
   /** Refuses every write from now on, those queued included; tells `onBroken` the first time. */
-  private stopped(error: StoreUnavailableError): void {
+  private stopped(error: StoreStoppedError): void {
     const first = this.broken === undefined
     this.broken ??= error
     const waiting = this.queue
@@ -280,4 +325,15 @@ export class GroupCommitWriter {
 }
 
 const movedAway = (file: string) =>
-  `the SQLite store file ${file} was deleted or replaced while the service ran; nothing written since is kept at PLANT_STORE_DB; restart the service`
+  new StoreStoppedError(
+    `the SQLite store file ${file} was deleted or replaced while the service ran; nothing written since is kept at PLANT_STORE_DB; restart the service`,
+    'its files were moved away',
+  )
+
+/** Any error of a checkpoint stops the store; an I/O error or a full disk is the expected one. */
+const checkpointFailed = (error: Error) =>
+  new StoreStoppedError(
+    `a checkpoint of the SQLite WAL into the database file failed (${error.message}); the WAL keeps every commit, and the store takes no more writes until the service restarts`,
+    'a checkpoint into its database file failed',
+    { cause: error },
+  )

@@ -1,3 +1,4 @@
+import fs from 'node:fs'
 import type Database from 'better-sqlite3'
 import type {
   AttemptResult,
@@ -11,6 +12,7 @@ import type {
   PlantLines,
   PlantPage,
   Storage,
+  StoreDetails,
   StoreUnavailableError,
   Subscription,
   TokenRecord,
@@ -63,6 +65,7 @@ export class SqliteStorage implements Storage {
   readonly warnings: readonly string[] = []
   private readonly writer: GroupCommitWriter
   private readonly files: StoreFiles
+  private readonly wal: string
   private readonly db: Database.Database
   private readonly statements
   private readonly pages = new PageCache()
@@ -84,6 +87,7 @@ export class SqliteStorage implements Storage {
       throw error
     }
     this.files = files
+    this.wal = `${options.path}-wal`
     const exact = (sql: string) => db.prepare(sql).safeIntegers(true)
     this.statements = {
       plantJson: db.prepare(`SELECT ${PLANT_JSON} FROM plants WHERE id = ?`).pluck(),
@@ -270,6 +274,11 @@ export class SqliteStorage implements Storage {
     })
   }
 
+  /** The WAL's size: the writer thread checkpoints it back to 0 bytes past 1000 pages. */
+  details(): StoreDetails {
+    return { walBytes: fs.statSync(this.wal, { throwIfNoEntry: false })?.size ?? 0 }
+  }
+
   /** Healthy when the plants table can be read and the writer takes writes. */
   async ping(): Promise<void> {
     this.statements.ping.get()
@@ -286,12 +295,22 @@ export class SqliteStorage implements Storage {
 
   /**
    * Finishes every write already accepted, then closes SQLite's connections (the writer thread's,
-   * then the reader's) and only then this process's own descriptors on the store's files: closing any descriptor of a file drops the
-   * process's POSIX locks on it, which SQLite still relies on while a connection is open.
+   * checkpointed first, then the reader's) and only then this process's own descriptors on the
+   * store's files: closing any descriptor of a file drops the process's POSIX locks on it, which
+   * SQLite still relies on while a connection is open.
+   *
+   * After a failed sync or checkpoint the reader stays open until the process exits: the last
+   * connection to close checkpoints the WAL into the database file and deletes it, and a sync that
+   * seems to succeed after a failed one may have lost pages; left alone, the next start replays it.
    */
   async close(): Promise<void> {
-    await this.writer.close()
-    if (this.db.open) this.db.close()
-    this.files.close()
+    try {
+      await this.writer.close()
+    } finally {
+      if (!this.writer.keepsWal) {
+        if (this.db.open) this.db.close()
+        this.files.close()
+      }
+    }
   }
 }
