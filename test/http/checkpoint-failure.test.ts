@@ -95,7 +95,7 @@ describe('checkpoints into the database file (sqlite)', () => {
 
   it('keeps the WAL bounded under steady writes, and reports its size in /readyz and the metrics', async () => {
     const env = await serviceEnv('sqlite', NO_SHEDDING)
-    const token = await createToken(env, 'checkpoint')
+    const token = await createToken(env, 'checkpoint', 'plants:read,plants:write,metrics:read')
     const service = await spawnService(env)
     try {
       const sizes: number[] = []
