@@ -333,10 +333,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 1000. */
                 limit?: number;
-                /**
-                 * @description Keyset cursor: only plants with a larger id are returned. An exact int64.
-                 * @example 10
-                 */
+                /** @description Keyset cursor: only plants with a larger id are returned. An exact int64. */
                 after?: number;
                 /** @description Only plants with exactly this tag. */
                 tag?: string;
@@ -796,10 +793,7 @@ export interface operations {
                 "X-Request-Id"?: string;
             };
             path: {
-                /**
-                 * @description Identification number of the plant. Ids are exact 64-bit integers (any int64, -9223372036854775808 to 9223372036854775807), sent and answered as JSON numbers with every digit kept. JavaScript clients must not parse them with JSON.parse, which rounds integers beyond 2^53 (9007199254740993 reads as 9007199254740992): read them losslessly (a BigInt-aware parser, or @plant-store/client).
-                 * @example 10
-                 */
+                /** @description Identification number of the plant. Ids are exact 64-bit integers (any int64, -9223372036854775808 to 9223372036854775807), sent and answered as JSON numbers with every digit kept. JavaScript clients must not parse them with JSON.parse, which rounds integers beyond 2^53 (9007199254740993 reads as 9007199254740992): read them losslessly (a BigInt-aware parser, or @plant-store/client). */
                 id: number;
             };
             cookie?: never;
@@ -1006,10 +1000,7 @@ export interface operations {
                 "X-Request-Id"?: string;
             };
             path: {
-                /**
-                 * @description Identification number of the plant. Ids are exact 64-bit integers (any int64, -9223372036854775808 to 9223372036854775807), sent and answered as JSON numbers with every digit kept. JavaScript clients must not parse them with JSON.parse, which rounds integers beyond 2^53 (9007199254740993 reads as 9007199254740992): read them losslessly (a BigInt-aware parser, or @plant-store/client).
-                 * @example 10
-                 */
+                /** @description Identification number of the plant. Ids are exact 64-bit integers (any int64, -9223372036854775808 to 9223372036854775807), sent and answered as JSON numbers with every digit kept. JavaScript clients must not parse them with JSON.parse, which rounds integers beyond 2^53 (9007199254740993 reads as 9007199254740992): read them losslessly (a BigInt-aware parser, or @plant-store/client). */
                 id: number;
             };
             cookie?: never;
