@@ -1,57 +1,22 @@
 import swagger from '@fastify/swagger'
 import type { FastifyInstance } from 'fastify'
-import { errorCatalog } from '../errors.js'
 import { errorExamples, errorResponses } from '../schemas/error.js'
-import { newPlantWebhook, webhookSignatureScheme } from './webhook-doc.js'
+import { newPlantWebhook } from './webhook-doc.js'
 
 /**
- * What the seed leaves "not shown" and how this service decides it. docs/api.md carries the same
- * list; both are read by people choosing whether to trust the service.
+ * The page's and a generator's first words: what the service is and the one thing a client must
+ * get right. The rules behind every answer live in docs/api.md, which this points to.
  */
-const decisions = `
-Decisions where the seed description says "not shown":
-
-- **Tokens**: opaque bearer tokens \`pst_\` + 43 base62 characters, issued and revoked by an operator
-  with \`plant-store tokens\`; only their SHA-256 is stored. Scopes \`plants:read\` and \`plants:write\`,
-  and \`metrics:read\` for \`GET /metrics\` alone; optional expiry. A revocation takes effect within 1 second on every instance. The scheme name is
-  case-insensitive. A token is taken only from one Authorization header: an \`access_token\` query
-  parameter on a \`/plants\` operation is a 400 (\`invalid_request\`), and so are two Authorization (or
-  Host, or Content-Type) lines.
-- **Limits**: \`name\` 1 to 200 characters, \`tag\` 1 to 100 characters (Unicode code points), any \`tag\` value allowed,
-  both well-formed Unicode without NUL, bodies up to 16 KiB by default (BODY_LIMIT), valid UTF-8,
-  with arrays and objects nested at most 64 levels deep.
-- **Identity**: \`id\` is unique and is any int64, kept exact end to end (never rounded through a
-  double). A fraction is a 400 even where a double would round it to a whole number
-  (\`300000.00000000001\`); a whole number written with a fraction or exponent (\`42.0\`, \`4.2e1\`) is
-  that integer. \`name\` is not unique. Unknown body properties are accepted, ignored and never stored,
-  except \`__proto__\` and \`constructor.prototype\` keys (at any depth), which are a 400. A member
-  written twice counts once, the last one, as in JSON.parse.
-- **Replays**: the same id with the same name and tag answers 200 again and stores nothing; with
-  another name or tag (adding or removing a tag included) it answers 409.
-- **The create answer** is exactly the seed's Plant: \`{name, tag}\`, \`tag\` omitted when absent, no \`id\`.
-- **Content types**: requests must be \`application/json\` (\`charset=utf-8\` is fine); anything else,
-  none, or a \`Content-Encoding\` other than \`identity\` is a 415.
-- **Errors**: \`error\` holds the HTTP status; \`message\` names the field and the rule; \`code\` is a stable
-  catalog code (${Object.keys(errorCatalog).join(', ')}); \`details\` lists each field at fault.
-  A 500 carries no internals (its request id is in the log line).
-  Statuses beyond the seed's 400: 401, 403, 404, 405, 409, 413, 415, 417, 429 (rate limits, docs/limits.md), 500, 503; and, before any route
-  and followed by closing the connection, 408 (headers or body too slow), 414 (a request line over 16 KiB),
-  431 (request line and headers over 16 KiB together), 501 (a CONNECT to anything but a known path, where it is a 405: the service is no proxy;
-  or a Transfer-Encoding other than chunked alone) and 505 (a request line naming an HTTP version other than 1.1 or 1.0).
-  \`/plants/\` (an empty id) is no route: a 404 whatever the method.
-  Authentication is checked before the body is read: a bad token with a bad body is a 401, and an
-  \`Expect: 100-continue\` is answered with 100 only once nothing but the body can refuse the request;
-  another expectation is a 417. A query string with bad percent-encoding is a 400 on every known route.
-- **Durability**: a 200 (or 204) on a write is sent only after its commit is on disk (on SQLite with
-  \`SQLITE_SYNC=normal\`, after it survives a crash of the process). A 400, 401, 403, 409, 413 or 415
-  stores nothing. A 503 on a write, on either store, means not acknowledged: it may or may not be
-  stored, and retrying is safe (creates are idempotent by id; a retried delete answers 404 if the
-  first one happened). After a failed sync the SQLite store takes no more writes until the process
-  restarts: /readyz answers 503 meanwhile, and under \`--workers\` the worker exits and is replaced.
-- **Pipelining**: requests pipelined on one HTTP/1.1 connection are handled one after the other, in
-  the order sent, and answered in that order.
-- **Read, list, delete and webhooks** come from the fuller public sample this seed was trimmed from.
-`
+const introduction = [
+  'Plant Store keeps plants (an int64 `id`, a `name` and an optional `tag`) in SQLite or PostgreSQL, ' +
+    'behind bearer tokens, and sends a signed webhook for every new plant.',
+  '**Ids are exact 64-bit integers**, sent and answered as JSON numbers with every digit: read them with a ' +
+    'BigInt-aware JSON parser or `@plant-store/client`, never with `JSON.parse`, which reads ' +
+    '9007199254740993 as 9007199254740992.',
+  'To try an operation on the reference page (`GET /docs`), press **Authorize** and paste a token ' +
+    '(`plant-store tokens create --scopes plants:read,plants:write`). What the service decides where its seed description says "not shown" ' +
+    '(token format, limits, ids, errors, durability) is written out in `docs/api.md` of the Plant Store source.',
+].join('\n\n')
 
 /** request-logging.ts: a caller's value is kept when it is this plain, else replaced, never refused. */
 const requestIdParameter = {
@@ -99,14 +64,29 @@ function addExamples(document: Document, content: Content | undefined, status?: 
   }
 }
 
+type Parameter = { example?: unknown; schema?: { examples?: unknown[] } }
+
 /**
- * What route schemas cannot say one operation at a time: every answer carries X-Request-Id, and
- * every body its example.
+ * Moves a parameter's example into its schema (`examples`, JSON Schema's keyword): Swagger UI
+ * fills "Try it out" from a parameter's `example`, and a filled `after=10` silently hid plants.
+ */
+function examplesInSchema(parameters: unknown[]): void {
+  for (const parameter of parameters as Parameter[]) {
+    if (parameter.example === undefined || parameter.schema === undefined) continue
+    parameter.schema.examples = [parameter.example]
+    delete parameter.example
+  }
+}
+
+/**
+ * What route schemas cannot say one operation at a time: every answer carries X-Request-Id, every
+ * body its example, and no parameter an example that "Try it out" would fill in.
  */
 function addCommonParts<T extends Document>(document: T): T {
   for (const item of Object.values(document.paths ?? {})) {
     for (const operation of Object.values(item)) {
       operation.parameters = [...(operation.parameters ?? []), requestIdParameter]
+      examplesInSchema(operation.parameters)
       addExamples(document, operation.requestBody?.content)
       for (const [status, response] of Object.entries(operation.responses ?? {})) {
         response.headers = { ...response.headers, ...requestIdHeader }
@@ -132,7 +112,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       info: {
         title: 'OpenAPI Plant Store',
         version: '1.0.0',
-        description: `A sample API that uses a plant store as an example to demonstrate features in the OpenAPI specification.\n${decisions}`,
+        description: introduction,
         license: { name: 'MIT', identifier: 'MIT' },
         contact: { name: 'Plant Store maintainers' },
       },
@@ -144,7 +124,6 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
           name: 'service',
           description: 'Probes and this document, which need no token; the metrics, which need metrics:read.',
         },
-        { name: 'webhooks', description: 'What the service sends to subscribers.' },
       ],
       components: {
         securitySchemes: {
@@ -153,7 +132,6 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
             scheme: 'bearer',
             description: 'An opaque token `pst_...` issued by an operator with `plant-store tokens create`.',
           },
-          webhookSignature: webhookSignatureScheme,
         },
       },
       // The hand-written webhook object is valid OpenAPI 3.1; openapi-types' 3.0 typings do not know it.

@@ -32,7 +32,16 @@ describe('GET /openapi.json', () => {
     assert.equal(doc.info.title, 'OpenAPI Plant Store')
     assert.equal(doc.info.version, '1.0.0')
     assert.equal(doc.info.license.name, 'MIT')
-    assert.match(doc.info.description, /not shown/)
+  })
+
+  it('opens with a short introduction to Plant Store that points to docs/api.md for the rules', () => {
+    const { description } = doc.info
+    assert.match(description, /^Plant Store keeps plants/)
+    assert.match(description, /Ids are exact 64-bit integers/)
+    assert.match(description, /`docs\/api\.md`/)
+    // The seed's tagline and the list of decisions live in docs/api.md, not before the first operation.
+    assert.doesNotMatch(description, /sample API|Decisions where/)
+    assert.ok(description.length < 1000, `${description.length} characters`)
   })
 
   it('declares bearerAuth and applies it to every /plants operation and /metrics', () => {
@@ -48,6 +57,31 @@ describe('GET /openapi.json', () => {
         else assert.deepEqual(operation.security, [], path)
       }
     }
+  })
+
+  it('declares no scheme but bearerAuth, so Authorize on /docs asks for nothing else', () => {
+    assert.deepEqual(Object.keys(doc.components.securitySchemes), ['bearerAuth'])
+    // The webhook's signature is documented where a subscriber reads it: its headers.
+    const webhook = doc.webhooks.newPlant.post
+    assert.deepEqual(webhook.security, [])
+    const signature = webhook.parameters.find((p: any) => p.name === 'webhook-signature')
+    assert.deepEqual([signature.in, signature.required], ['header', true])
+    assert.match(signature.description, /HMAC-SHA256/)
+    assert.match(webhook.description, /whsec_/)
+  })
+
+  it('gives no parameter an example that "Try it out" on /docs would fill in', () => {
+    const parameters = Object.values(doc.paths).flatMap((item: any) =>
+      Object.values(item).flatMap((operation: any) => operation.parameters ?? []),
+    ) as any[]
+    assert.ok(parameters.length >= 10, `expected every parameter, saw ${parameters.length}`)
+    for (const parameter of parameters) {
+      assert.equal(parameter.example, undefined, parameter.name)
+      assert.equal(parameter.examples, undefined, parameter.name)
+    }
+    // The examples stay, on the schemas, for readers of the document.
+    const after = doc.paths['/plants'].get.parameters.find((p: any) => p.name === 'after')
+    assert.deepEqual(after.schema.examples, [10])
   })
 
   it('answers HEAD for every GET without listing it as an operation of its own', async () => {
@@ -66,21 +100,27 @@ describe('GET /openapi.json', () => {
       ['/'],
     )
     const declaredTags = doc.tags.map((tag: { name: string }) => tag.name)
-    const operations = [
-      ...Object.values(doc.paths).flatMap((item: any) => Object.values(item)),
-      doc.webhooks.newPlant.post,
-    ] as any[]
-    // The four plant operations, the document, two probes, the metrics and the webhook.
-    assert.equal(operations.length, 9)
-    for (const operation of operations) {
+    const operations = Object.values(doc.paths).flatMap((item: any) => Object.values(item)) as any[]
+    const webhook = doc.webhooks.newPlant.post
+    // The four plant operations, the document, two probes and the metrics; and the webhook.
+    assert.equal(operations.length, 8)
+    for (const operation of [...operations, webhook]) {
       assert.ok(operation.summary?.length > 0, operation.operationId)
       assert.ok(operation.description?.length > 0, operation.operationId)
+    }
+    for (const operation of operations) {
       assert.ok(operation.tags.length > 0, operation.operationId)
       for (const tag of operation.tags)
         assert.ok(declaredTags.includes(tag), `${operation.operationId} ${tag}`)
     }
-    assert.deepEqual(doc.webhooks.newPlant.post.security, [{ webhookSignature: [] }])
-    assert.equal(doc.components.securitySchemes.webhookSignature.name, 'webhook-signature')
+    // Every declared tag heads operations: Swagger UI shows the webhook in its own section, so a
+    // "webhooks" tag stood empty above it.
+    for (const tag of declaredTags)
+      assert.ok(
+        operations.some((operation) => operation.tags.includes(tag)),
+        `tag ${tag} has no operation`,
+      )
+    assert.equal(webhook.tags, undefined)
   })
 
   it('gives every request and response body an example that its schema accepts', () => {

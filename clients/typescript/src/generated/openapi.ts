@@ -227,7 +227,7 @@ export interface components {
              * @description Stable machine-readable code from the error catalog.
              * @enum {string}
              */
-            code?: "VALIDATION_FAILED" | "MALFORMED_JSON" | "UNAUTHENTICATED" | "INSUFFICIENT_SCOPE" | "NOT_FOUND" | "ROUTE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PLANT_CONFLICT" | "EXPECTATION_FAILED" | "BODY_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "TOO_MANY_REQUESTS" | "OVERLOADED" | "STORE_UNAVAILABLE" | "INTERNAL" | "BAD_HTTP_REQUEST" | "REQUEST_TIMEOUT" | "URI_TOO_LONG" | "HEADERS_TOO_LARGE" | "METHOD_NOT_IMPLEMENTED" | "UNSUPPORTED_TRANSFER_CODING" | "HTTP_VERSION_NOT_SUPPORTED";
+            code?: "VALIDATION_FAILED" | "MALFORMED_JSON" | "UNAUTHENTICATED" | "INSUFFICIENT_SCOPE" | "NOT_FOUND" | "ROUTE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PLANT_CONFLICT" | "EXPECTATION_FAILED" | "BODY_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "TOO_MANY_REQUESTS" | "OVERLOADED" | "TOO_MANY_CONNECTIONS" | "STORE_UNAVAILABLE" | "INTERNAL" | "BAD_HTTP_REQUEST" | "REQUEST_TIMEOUT" | "URI_TOO_LONG" | "HEADERS_TOO_LARGE" | "METHOD_NOT_IMPLEMENTED" | "UNSUPPORTED_TRANSFER_CODING" | "HTTP_VERSION_NOT_SUPPORTED";
             details?: {
                 /** @description The field, parameter or header at fault. */
                 field: string;
@@ -333,10 +333,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 1000. */
                 limit?: number;
-                /**
-                 * @description Keyset cursor: only plants with a larger id are returned. An exact int64.
-                 * @example 10
-                 */
+                /** @description Keyset cursor: only plants with a larger id are returned. An exact int64. */
                 after?: number;
                 /** @description Only plants with exactly this tag. */
                 tag?: string;
@@ -510,7 +507,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Store unavailable, or the service sheds load (OVERLOADED); retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 if the first one happened). */
+            /** @description Store unavailable, the service sheds load (OVERLOADED), or the connection is over a connection cap (TOO_MANY_CONNECTIONS, then closed); retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 if the first one happened). */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -766,7 +763,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Store unavailable, or the service sheds load (OVERLOADED); retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 if the first one happened). */
+            /** @description Store unavailable, the service sheds load (OVERLOADED), or the connection is over a connection cap (TOO_MANY_CONNECTIONS, then closed); retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 if the first one happened). */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -796,10 +793,7 @@ export interface operations {
                 "X-Request-Id"?: string;
             };
             path: {
-                /**
-                 * @description Identification number of the plant. Ids are exact 64-bit integers (any int64, -9223372036854775808 to 9223372036854775807), sent and answered as JSON numbers with every digit kept. JavaScript clients must not parse them with JSON.parse, which rounds integers beyond 2^53 (9007199254740993 reads as 9007199254740992): read them losslessly (a BigInt-aware parser, or @plant-store/client).
-                 * @example 10
-                 */
+                /** @description Identification number of the plant. Ids are exact 64-bit integers (any int64, -9223372036854775808 to 9223372036854775807), sent and answered as JSON numbers with every digit kept. JavaScript clients must not parse them with JSON.parse, which rounds integers beyond 2^53 (9007199254740993 reads as 9007199254740992): read them losslessly (a BigInt-aware parser, or @plant-store/client). */
                 id: number;
             };
             cookie?: never;
@@ -976,7 +970,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Store unavailable, or the service sheds load (OVERLOADED); retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 if the first one happened). */
+            /** @description Store unavailable, the service sheds load (OVERLOADED), or the connection is over a connection cap (TOO_MANY_CONNECTIONS, then closed); retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 if the first one happened). */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -1006,10 +1000,7 @@ export interface operations {
                 "X-Request-Id"?: string;
             };
             path: {
-                /**
-                 * @description Identification number of the plant. Ids are exact 64-bit integers (any int64, -9223372036854775808 to 9223372036854775807), sent and answered as JSON numbers with every digit kept. JavaScript clients must not parse them with JSON.parse, which rounds integers beyond 2^53 (9007199254740993 reads as 9007199254740992): read them losslessly (a BigInt-aware parser, or @plant-store/client).
-                 * @example 10
-                 */
+                /** @description Identification number of the plant. Ids are exact 64-bit integers (any int64, -9223372036854775808 to 9223372036854775807), sent and answered as JSON numbers with every digit kept. JavaScript clients must not parse them with JSON.parse, which rounds integers beyond 2^53 (9007199254740993 reads as 9007199254740992): read them losslessly (a BigInt-aware parser, or @plant-store/client). */
                 id: number;
             };
             cookie?: never;
@@ -1177,7 +1168,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Store unavailable, or the service sheds load (OVERLOADED); retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 if the first one happened). */
+            /** @description Store unavailable, the service sheds load (OVERLOADED), or the connection is over a connection cap (TOO_MANY_CONNECTIONS, then closed); retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 if the first one happened). */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -1303,12 +1294,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "status": "ready",
-                     *       "store": "sqlite"
+                     *       "store": "sqlite",
+                     *       "details": {
+                     *         "walBytes": 1650112
+                     *       }
                      *     }
                      */
                     "application/json": {
                         status: string;
                         store?: string;
+                        /** @description Figures of the store's (SQLite only; absent for PostgreSQL) */
+                        details?: {
+                            /** @description Bytes in SQLite's WAL: near 4 MiB under steady writes, checkpointed back to 0 */
+                            walBytes?: number;
+                        };
                     };
                 };
             };
@@ -1360,7 +1359,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Store unavailable, or the service sheds load (OVERLOADED); retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 if the first one happened). */
+            /** @description Store unavailable, the service sheds load (OVERLOADED), or the connection is over a connection cap (TOO_MANY_CONNECTIONS, then closed); retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 if the first one happened). */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
