@@ -44,7 +44,8 @@ export function healthRoutes(app: FastifyInstance, storage: Storage): void {
         operationId: 'healthz',
         tags: ['service'],
         summary: 'Liveness: the process is up',
-        description: 'Answers 200 while the process runs, whatever the store does; needs no token.',
+        description:
+          'Answers 200 while the process runs, whatever the store does; needs no token. Like every route, 503 TOO_MANY_CONNECTIONS on a connection over a connection cap.',
         security: [],
         response: {
           200: { ...Health, description: 'Alive', examples: [{ status: 'ok' }] },

@@ -135,9 +135,10 @@ const tokenInQueryChallenge = {
 
 /**
  * What any route can answer before its own work: a query string with bad percent-encoding
- * (http/query-encoding.ts) and an unsupported Expect header (http/expect-header.ts).
+ * (http/query-encoding.ts), an unsupported Expect header (http/expect-header.ts), and a connection
+ * over a connection cap (http/connection-limits.ts: 503 TOO_MANY_CONNECTIONS).
  */
-const ANY_ROUTE = [400, 417]
+const ANY_ROUTE = [400, 417, 503]
 
 /**
  * Declares the given error statuses, and those of ANY_ROUTE, all with the Error body, for a

@@ -78,7 +78,7 @@ export interface paths {
         };
         /**
          * Liveness: the process is up
-         * @description Answers 200 while the process runs, whatever the store does; needs no token.
+         * @description Answers 200 while the process runs, whatever the store does; needs no token. Like every route, 503 TOO_MANY_CONNECTIONS on a connection over a connection cap.
          */
         get: operations["healthz"];
         put?: never;
@@ -321,6 +321,26 @@ export interface operations {
                      *           "rule": "must be absent or 100-continue"
                      *         }
                      *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Store unavailable, the service sheds load (OVERLOADED), or the connection is over a connection cap (TOO_MANY_CONNECTIONS, then closed); retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 if the first one happened). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request's X-Request-Id if it sent a plain one, else a generated UUID. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 503,
+                     *       "message": "the store is unavailable; retry later",
+                     *       "code": "STORE_UNAVAILABLE"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -1269,6 +1289,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Store unavailable, the service sheds load (OVERLOADED), or the connection is over a connection cap (TOO_MANY_CONNECTIONS, then closed); retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 if the first one happened). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request's X-Request-Id if it sent a plain one, else a generated UUID. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 503,
+                     *       "message": "the store is unavailable; retry later",
+                     *       "code": "STORE_UNAVAILABLE"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     readyz: {
@@ -1520,6 +1560,26 @@ export interface operations {
                      *       "error": 429,
                      *       "message": "more than 100 failed authentications from this address in 60 s; retry after 42 s",
                      *       "code": "TOO_MANY_REQUESTS"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Store unavailable, the service sheds load (OVERLOADED), or the connection is over a connection cap (TOO_MANY_CONNECTIONS, then closed); retry after Retry-After seconds. A write answered 503 is not acknowledged: it may or may not be stored, and retrying it is safe (a create is idempotent by id; a retried delete answers 404 if the first one happened). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request's X-Request-Id if it sent a plain one, else a generated UUID. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 503,
+                     *       "message": "the store is unavailable; retry later",
+                     *       "code": "STORE_UNAVAILABLE"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
