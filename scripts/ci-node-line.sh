@@ -18,6 +18,8 @@ else
   work="$(mktemp -d "/tmp/plant-store-node$major.XXXXXX")"
   trap 'rm -rf "$work"' EXIT
 fi
+# mktemp makes it 0700: a test that starts the service as another user (nobody) must reach Node.
+chmod 755 "$work"
 machine_abi="$(node -p process.versions.modules)"
 
 started=$SECONDS
