@@ -13,10 +13,11 @@
 # the roles they had.
 #
 # Fencing: `promote` first makes sure the other node cannot take writes again. It stops it (fast
-# shutdown, up to PG_CLUSTER_FENCE_SECONDS, default 5 s); a node that does not stop in time, or is
-# frozen (SIGSTOP), is killed with SIGKILL, its whole process group. Then it leaves standby.signal in
-# the fenced node's data directory, so that a plain `pg_ctl start` brings it back read-only, never as
-# a second primary. `rejoin` rewinds it onto the new primary's timeline and streams again.
+# shutdown, up to PG_CLUSTER_FENCE_SECONDS, default 5 s); a node that does not stop in time, is
+# frozen (SIGSTOP) or has lost its postmaster is killed with SIGKILL, every process of it. Then it
+# leaves standby.signal in the fenced node's data directory, so that a plain `pg_ctl start` brings
+# it back read-only, never as a second primary. `rejoin` rewinds it onto the new primary's timeline
+# and streams again.
 #
 # Sync mode: the primary has synchronous_standby_names = the standby and synchronous_commit = on,
 # so a commit is acknowledged only once the standby has flushed it. A promoted node has no standby
@@ -253,28 +254,38 @@ wait_streaming() {
   die "node$standby is not streaming from node$primary after 60 s; see $DIR/node$standby/postgres.log"
 }
 
-# Stops NODE so that it cannot take writes: fast shutdown, or SIGKILL of its process group when it
+# Every process of NODE's server, the postmaster's orphans included: the processes whose working
+# directory is its data directory (PostgreSQL gives each child a session of its own, so the
+# postmaster's process group holds only the postmaster).
+node_pids() {
+  local data
+  data="$(data_of "$1")"
+  # One find, not a readlink per process: forks are slow on a loaded machine. A zombie has no cwd.
+  { find /proc -mindepth 2 -maxdepth 2 -name cwd -lname "$data" 2>/dev/null || true; } | cut -d/ -f3
+}
+
+# Stops NODE so that it cannot take writes: fast shutdown, or SIGKILL of every process of it when it
 # is frozen or does not stop in time; then standby.signal so that no plain start makes it a primary.
 fence() {
-  local node="$1" pid state i
+  local node="$1" pid state pids i
   pid="$(postmaster_pid "$node")"
-  if [[ -n "$pid" ]]; then
-    state="$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null || true)"
-    if [[ "$state" != T ]] &&
-      as_owner "$BIN/pg_ctl" -D "$(data_of "$node")" -m fast -w -t "$FENCE_SECONDS" stop >/dev/null 2>&1; then
-      log "fenced node$node: stopped"
-    else
-      # pg_ctl starts the postmaster as a session leader: its process group holds every backend.
-      kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
-      for ((i = 0; i < 100; i++)); do
-        [[ -n "$(postmaster_pid "$node")" ]] || break
-        sleep 0.1
-      done
-      [[ -z "$(postmaster_pid "$node")" ]] || die "node$node (pid $pid) survived SIGKILL"
-      log "fenced node$node: killed (it was ${state:-unresponsive})"
-    fi
+  state=""
+  [[ -z "$pid" ]] || state="$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null || true)"
+  if [[ -n "$pid" && "$state" != T ]] &&
+    as_owner "$BIN/pg_ctl" -D "$(data_of "$node")" -m fast -w -t "$FENCE_SECONDS" stop >/dev/null 2>&1; then
+    log "fenced node$node: stopped"
   else
-    log "fenced node$node: not running"
+    # A frozen postmaster forks no new backend; a dead one may leave backends that still serve.
+    [[ -z "$pid" ]] || kill -STOP "$pid" 2>/dev/null || true
+    for ((i = 0; i < 100; i++)); do
+      pids="$(node_pids "$node")"
+      [[ -n "$pids" ]] || break
+      # shellcheck disable=SC2086
+      kill -KILL $pids 2>/dev/null || true
+      sleep 0.1
+    done
+    [[ -z "$(node_pids "$node")" ]] || die "node$node survived SIGKILL: $(node_pids "$node" | tr '\n' ' ')"
+    if [[ -n "$pid" ]]; then log "fenced node$node: killed (state ${state:-?})"; else log "fenced node$node: not running"; fi
   fi
   as_owner touch "$(data_of "$node")/standby.signal"
 }
@@ -284,8 +295,9 @@ cmd_promote() {
   local node="$2" peer
   check_node "$node"
   peer="$(peer_of "$node")"
+  # A stopped node may miss commits the other one acknowledged alone: it must rejoin first.
+  [[ -n "$(postmaster_pid "$node")" ]] || die "node$node is not running; bring it back with rejoin, then promote"
   fence "$peer"
-  [[ -n "$(postmaster_pid "$node")" ]] || start_node "$node"
   if [[ "$(psql_node "$node" -d postgres -c 'SELECT pg_is_in_recovery()')" == f ]]; then
     log "node$node is already the primary"
   else
@@ -368,10 +380,12 @@ cmd_stop() {
     pid="$(postmaster_pid "$node")"
     [[ -n "$pid" ]] || continue
     # A frozen node (a test's SIGSTOP) would never see the shutdown request.
-    kill -CONT -- "-$pid" 2>/dev/null || true
+    # shellcheck disable=SC2046
+    kill -CONT $(node_pids "$node") 2>/dev/null || true
     if ! as_owner "$BIN/pg_ctl" -D "$(data_of "$node")" -m fast -w -t 30 stop >/dev/null 2>&1; then
       log "node$node did not stop in 30 s: SIGKILL"
-      kill -KILL -- "-$pid" 2>/dev/null || true
+      # shellcheck disable=SC2046
+      kill -KILL $(node_pids "$node") 2>/dev/null || true
     fi
     log "stopped node$node"
   done
