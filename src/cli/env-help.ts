@@ -1,54 +1,16 @@
+import { ENV_VARIABLES, type EnvName } from '../config/env-schema.js'
+import { defaultText } from '../config/env-docs.js'
+
+/** Markdown to the plain text a terminal shows: no backticks, a link's text without its target. */
+const plain = (markdown: string) => markdown.replace(/\[([^[\]]*)\]\([^()]*\)/g, '$1').replaceAll('`', '')
+
 /** What `--help` says of each environment variable a command reads: its default and meaning. */
-export const ENV_HELP: Record<string, [fallback: string, meaning: string]> = {
-  PORT: ['8080', 'TCP port to listen on'],
-  HOST: ['127.0.0.1', 'address to bind (0.0.0.0 to serve other machines)'],
-  PLANT_STORE_DB: ['./data/plant-store.db', 'SQLite store file, resolved against the working folder'],
-  DATABASE_URL: ['unset', 'postgres://... selects PostgreSQL instead of the SQLite file'],
-  DB_POOL_SIZE: ['10', 'PostgreSQL connections per process'],
-  DB_STATEMENT_TIMEOUT_MS: ['5000', 'PostgreSQL statement timeout'],
-  SQLITE_SYNC: ['full', 'full: fsync every commit; normal: survive a process crash only'],
-  SQLITE_MAX_BATCH: ['256', 'most creates one SQLite group commit takes'],
-  SQLITE_BUSY_TIMEOUT_MS: ['5000', "how long a write waits for another process's lock"],
-  LOG_LEVEL: ['info', 'fatal, error, warn, info, debug, trace or silent'],
-  LOG_FORMAT: ['pretty on a terminal, else json', 'json lines or pino-pretty text'],
-  METRICS: ['true', 'serve Prometheus metrics (false turns them off)'],
-  METRICS_PORT: ['unset', 'serve metrics on this port only, summed over --workers'],
-  METRICS_RATE_LIMIT: ['60', 'scrapes of GET /metrics per token per window; 0 for none'],
-  METRICS_RATE_WINDOW_MS: ['60000', 'the window of METRICS_RATE_LIMIT'],
-  OTEL_EXPORTER_OTLP_ENDPOINT: ['unset', 'OTLP/HTTP collector URL: turns tracing on'],
-  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: ['unset', 'the full traces URL instead; turns tracing on'],
-  OTEL_SDK_DISABLED: ['false', 'true keeps tracing off even with an endpoint'],
-  CORS_ORIGINS: ['unset', 'browser origins allowed to call /plants (comma-separated, or *)'],
-  BODY_LIMIT: ['16KiB', 'largest request body (and largest import line)'],
-  HEADERS_TIMEOUT_MS: ['9000', 'a client must send its headers within this'],
-  REQUEST_TIMEOUT_MS: ['30000', 'whole-request limit'],
-  KEEP_ALIVE_TIMEOUT_MS: ['5000', 'idle keep-alive connections are closed after this'],
-  SHUTDOWN_TIMEOUT_MS: ['10000', 'how long SIGTERM waits for requests in flight'],
-  TOKEN_CACHE_MS: ['1000', 'token lookup cache (the revocation bound), at most 1000'],
-  MAX_CONNECTIONS: ['open-file limit less a tenth', 'open connections in all'],
-  MAX_CONNECTIONS_PER_ADDRESS: ['256', 'open connections from one client address (0: no cap)'],
-  AUTH_FAILURE_LIMIT: ['100', 'failed authentications per address per window before 429'],
-  AUTH_FAILURE_WINDOW_MS: ['60000', 'the window of AUTH_FAILURE_LIMIT'],
-  AUTH_FAILURE_CLIENTS: ['50000', 'client addresses AUTH_FAILURE_LIMIT counts at once'],
-  TOKEN_RATE_LIMIT: ['0 (off)', 'requests one token may make per window before 429'],
-  TOKEN_RATE_WINDOW_MS: ['60000', 'the window of TOKEN_RATE_LIMIT'],
-  LOAD_SHED_EVENT_LOOP_DELAY_MS: ['1000', 'event-loop delay past which requests get 503 (0: off)'],
-  LOAD_SHED_HEAP_MB: ["90% of V8's heap limit", 'heap in use past which requests get 503 (0: off)'],
-  LINGER_MS: ['2000', "how long an answered request's unread body is discarded"],
-  LINGER_BYTES: ['1MiB', 'how much of it at most'],
-  TRUST_PROXY: ['unset', 'proxies whose X-Forwarded-* headers are believed'],
-  WEBHOOK_WORKER: ['true', 'deliver webhooks from this process'],
-  WEBHOOK_ALLOW_PRIVATE: ['false', 'allow webhook destinations on loopback and private addresses'],
-  WEBHOOK_TIMEOUT_MS: ['10000', 'timeout of one webhook send'],
-  WEBHOOK_MAX_ATTEMPTS: ['19', 'attempts before a delivery is failed'],
-  WEBHOOK_BACKOFF_BASE_MS: ['5000', 'first retry delay, doubling with jitter'],
-  WEBHOOK_BACKOFF_MAX_MS: ['10800000', 'retry delay cap (3 h)'],
-  WEBHOOK_POLL_MS: ['1000', 'how often the worker looks for due deliveries'],
-  WEBHOOK_LEASE_MS: ['60000', 'how long a claimed delivery is reserved for one instance'],
-}
+export const ENV_HELP: Record<string, [fallback: string, meaning: string]> = Object.fromEntries(
+  ENV_VARIABLES.map(([name, variable]) => [name, [plain(defaultText(variable)), variable.title]]),
+)
 
 /** The variables that choose and tune the store: every command that opens one reads them. */
-export const STORE_ENV = [
+export const STORE_ENV: EnvName[] = [
   'PLANT_STORE_DB',
   'DATABASE_URL',
   'DB_POOL_SIZE',

@@ -457,6 +457,8 @@ describe('configuration', () => {
     ['WEBHOOK_BACKOFF_BASE_MS', '86400000'],
     ['DB_STATEMENT_TIMEOUT_MS', '99'],
     ['SQLITE_SYNC', 'sometimes'],
+    ['LINGER_BYTES', '65MiB'],
+    ['OTEL_SDK_DISABLED', 'maybe'],
     ['WEBHOOK_LEASE_MS', '5000'],
     ['TOKEN_CACHE_MS', '5000'],
     ['HOST', 'not-a-host..'],

@@ -3,42 +3,18 @@ import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { SERVE_ENV } from '../../src/cli/env-help.js'
+import { ENV_HELP, SERVE_ENV, STORE_ENV } from '../../src/cli/env-help.js'
 import { loadConfig } from '../../src/config.js'
+import { configurationTable, writeConfigurationTables } from '../../src/config/env-docs.js'
+import { ENV_VARIABLES } from '../../src/config/env-schema.js'
+import { formatSize } from '../../src/config/text-readers.js'
 
-// dist/test/unit -> the repository, where the sources and docs are.
+// dist/test/unit -> the repository, where the docs are.
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..')
-const TABLE_HEADER = /^\|\s*Variable\s*\|\s*Default\s*\|\s*Meaning\s*\|\s*$/
-
-/** Names in every `| Variable | Default | Meaning |` table of the page, in order of appearance. */
-function documentedVariables(markdown: string): string[] {
-  const names: string[] = []
-  let inTable = false
-  for (const line of markdown.split('\n')) {
-    if (TABLE_HEADER.test(line)) inTable = true
-    else if (!line.startsWith('|')) inTable = false
-    else if (inTable) {
-      const name = /^\|\s*`([A-Z][A-Z0-9_]*)`\s*\|/.exec(line)?.[1]
-      if (name !== undefined) names.push(name)
-    }
-  }
-  return names
-}
-
-/** Environment names config.ts names in its source: `env.X`, `env['X']`, or a helper's `(env, 'X'`. */
-function variablesInSource(source: string): Set<string> {
-  const patterns = [
-    /\benv\??\.([A-Z][A-Z0-9_]*)\b/g,
-    /\benv\[\s*['"]([A-Z][A-Z0-9_]*)['"]\s*\]/g,
-    /\(\s*env\s*,\s*['"]([A-Z][A-Z0-9_]*)['"]/g,
-  ]
-  const names = new Set<string>()
-  for (const pattern of patterns) for (const match of source.matchAll(pattern)) names.add(match[1]!)
-  return names
-}
+const schemaNames = ENV_VARIABLES.map(([name]) => name)
 
 /** Names loadConfig actually reads from an empty environment (the defaults' path). */
-function variablesRead(): Set<string> {
+function variablesRead(): string[] {
   const read = new Set<string>()
   const env = new Proxy({} as Record<string, string | undefined>, {
     get(target, key) {
@@ -47,41 +23,58 @@ function variablesRead(): Set<string> {
     },
   })
   loadConfig(env)
-  return read
+  return [...read]
 }
 
 describe('docs/configuration.md', () => {
   const page = readFileSync(path.join(root, 'docs/configuration.md'), 'utf8')
-  const documented = documentedVariables(page)
-  const source = variablesInSource(readFileSync(path.join(root, 'src/config.ts'), 'utf8'))
-  const read = variablesRead()
 
-  it('finds the variables both ways (the parsers themselves work)', () => {
-    for (const name of ['PORT', 'DATABASE_URL', 'PLANT_STORE_DB', 'TRUST_PROXY']) {
-      assert.ok(documented.includes(name), `${name} in the table`)
-      assert.ok(source.has(name), `${name} in src/config.ts`)
-      assert.ok(read.has(name), `${name} read by loadConfig`)
+  it('has the tables scripts/config-docs.mjs writes from the schema (run it after a change)', () => {
+    assert.equal(page, writeConfigurationTables(page), 'run `npm run build && node scripts/config-docs.mjs`')
+  })
+
+  it('has a marked table for each group of the schema, so every variable is on the page', () => {
+    const groups = new Set(ENV_VARIABLES.map(([, variable]) => variable['x-group']))
+    for (const group of groups) {
+      assert.ok(
+        page.includes(`<!-- config-table ${group} -->\n${configurationTable(group)}\n<!-- /config-table -->`),
+      )
     }
+    for (const name of schemaNames) assert.ok(page.includes(`| \`${name}\` |`), name)
   })
 
-  it('documents every variable src/config.ts reads, and no other', () => {
-    const inConfig = new Set([...source, ...read])
-    const missing = [...inConfig].filter((name) => !documented.includes(name)).sort()
-    const extra = documented.filter((name) => !inConfig.has(name)).sort()
-    assert.deepEqual(
-      { missing, extra },
-      { missing: [], extra: [] },
-      'missing: read by src/config.ts but not in a "| Variable | Default | Meaning |" table of docs/configuration.md; extra: in the table but not read',
-    )
+  it('the check can fail: a changed default is seen', () => {
+    const edited = page.replace('| `PORT` | `8080` |', '| `PORT` | `8081` |')
+    assert.notEqual(edited, page)
+    assert.notEqual(writeConfigurationTables(edited), edited)
+  })
+})
+
+describe('the schema is the one list of variables', () => {
+  it('loadConfig reads exactly the variables the schema declares', () => {
+    assert.deepEqual(variablesRead().sort(), [...schemaNames].sort())
   })
 
-  it('and `serve --help` describes the same variables', () => {
-    const inConfig = [...new Set([...source, ...read])].sort()
-    assert.deepEqual([...SERVE_ENV].sort(), inConfig)
+  it('`serve --help` describes the same variables, and the store commands a subset', () => {
+    assert.deepEqual(SERVE_ENV, schemaNames)
+    for (const name of STORE_ENV) assert.ok(schemaNames.includes(name), name)
   })
 
-  it('lists each variable once', () => {
-    const twice = documented.filter((name, i) => documented.indexOf(name) !== i)
-    assert.deepEqual(twice, [])
+  it("`--help` shows, as each variable's default, the value loadConfig takes when it is unset", () => {
+    const config = loadConfig({}, false) as unknown as Record<string, unknown>
+    let compared = 0
+    for (const [name, variable] of ENV_VARIABLES) {
+      // Words (`x-default`) and a resolved path are not a value to compare.
+      if (variable['x-key'] === undefined || variable['x-default'] !== undefined) continue
+      if (variable['x-read'] === 'file-path') continue
+      const value = config[variable['x-key']]
+      const shown =
+        typeof value === 'number' && variable['x-read'] === 'size'
+          ? formatSize(value)
+          : String(value ?? 'unset')
+      assert.equal(ENV_HELP[name]?.[0], shown, name)
+      compared++
+    }
+    assert.ok(compared > 30, `${compared} compared`)
   })
 })
