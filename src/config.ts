@@ -2,6 +2,7 @@ import { isIP } from 'node:net'
 import path from 'node:path'
 import { getHeapStatistics } from 'node:v8'
 import { descriptorBudget } from './descriptor-budget.js'
+import { parseHostList } from './storage/postgres/host-list.js'
 
 /**
  * Every setting the service reads from the environment, with its default and the rule it must
@@ -168,20 +169,13 @@ function databaseUrl(env: Env): string | undefined {
   }
   if (!/^postgres(ql)?:\/\//.test(raw))
     throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://')
+  // libpq's host list (h1:p1,h2:p2) and target_session_attrs, which pg does not read itself.
   let url: URL
   try {
-    url = new URL(raw)
-  } catch {
-    // The URL parser says only "invalid"; a port out of range is the one mistake it can name.
-    const port = /^postgres(?:ql)?:\/\/(?:[^@/?#]*@)?(?:\[[^\]]*\]|[^:/?#]*):(\d+)(?:[/?#]|$)/.exec(raw)?.[1]
-    if (port !== undefined && Number(port) > 65535) {
-      throw new ConfigError(`DATABASE_URL port must be between 1 and 65535, got ${port}`)
-    }
-    throw new ConfigError(
-      'DATABASE_URL is not a valid URL (percent-encode special characters in the password)',
-    )
+    url = new URL(parseHostList(raw, 'DATABASE_URL').urls[0] as string)
+  } catch (error) {
+    throw new ConfigError((error as Error).message)
   }
-  if (url.port === '0') throw new ConfigError('DATABASE_URL port must be between 1 and 65535, got 0')
   // A misspelt mode would otherwise fail only later, as a TLS error from the driver.
   const sslmode = url.searchParams.get('sslmode')
   if (sslmode !== null && !SSL_MODES.includes(sslmode)) {
