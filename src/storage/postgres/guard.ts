@@ -8,6 +8,8 @@ export interface RetryPolicy {
   idempotent: boolean
   /** Immediate retries on dead pooled connections (pool size + 1: each may be dead after a restart). */
   attempts: number
+  /** False: no backoff, for a probe (/readyz) that must answer at once rather than wait. */
+  waits?: boolean
 }
 
 const FIRST_BACKOFF_MS = 50
@@ -41,7 +43,7 @@ async function retried<T>(
     } catch (error) {
       const dead = wasSessionTerminated(error) || (policy.idempotent && wasConnectionLost(error))
       if (dead && ++immediate < policy.attempts && !stopped()) continue
-      if (!dead && !wasNeverRun(error)) throw error
+      if ((!dead && !wasNeverRun(error)) || policy.waits === false) throw error
       const delay = backoff(waits++)
       if (stopped() || Date.now() + delay >= until) throw error
       await sleep(delay)

@@ -346,13 +346,18 @@ export class PostgresStorage implements Storage {
   /** Ready means able to take writes too: a standby, or a primary set read-only, is not. */
   async ping(): Promise<void> {
     // Reads the table every plant route needs: a store without it is not ready to serve them.
-    const [row] = await this.rows(
-      `SELECT current_setting('transaction_read_only') = 'on' AS read_only,
-        EXISTS (SELECT 1 FROM plants) AS readable`,
-      [],
-      true,
-      'ping',
+    // No backoff: a readiness probe wants the state now, and has a short timeout of its own.
+    const { rows } = await guard(
+      () =>
+        this.pool.query({
+          name: 'ping',
+          text: `SELECT current_setting('transaction_read_only') = 'on' AS read_only,
+            EXISTS (SELECT 1 FROM plants) AS readable`,
+        }),
+      this.until(),
+      { ...this.policy(true), waits: false },
     )
+    const row = rows[0] as Row | undefined
     if (row?.read_only === true) {
       throw new StoreReadOnlyError(
         'PostgreSQL accepts no writes (transaction_read_only is on: a standby, or default_transaction_read_only)',
