@@ -72,6 +72,17 @@ if (
     const proxies: MovableProxy[] = []
     const quiet = { PORT: '0', LOG_LEVEL: 'silent', DB_POOL_SIZE: '4', WEBHOOK_WORKER: 'false' }
 
+    /** A service whose DATABASE_URL is a proxy to the primary, as behind a virtual IP. */
+    async function behindProxy(name: string) {
+      const proxy = await MovableProxy.start(pair.primaryPort)
+      proxies.push(proxy)
+      const env = { ...quiet, DATABASE_URL: `postgres://postgres@127.0.0.1:${proxy.port}/plant_store_test` }
+      const token = await createToken(env, name)
+      const service = await spawnService(env)
+      services.push(service)
+      return { proxy, token, service }
+    }
+
     before(async () => {
       pair = await startPgPair()
       deadPort = await freePort()
@@ -116,12 +127,7 @@ if (
     })
 
     it('waits out an address that moves from a standby to the primary: the create is answered 200', async () => {
-      const proxy = await MovableProxy.start(pair.primaryPort)
-      proxies.push(proxy)
-      const env = { ...quiet, DATABASE_URL: `postgres://postgres@127.0.0.1:${proxy.port}/plant_store_test` }
-      const token = await createToken(env, 'moving')
-      const service = await spawnService(env)
-      services.push(service)
+      const { proxy, token, service } = await behindProxy('moving')
       const base = service.url
       assert.equal(
         (await request('POST', `${base}/plants`, { token, body: '{"id":2,"name":"a"}' })).status,
@@ -146,12 +152,7 @@ if (
     })
 
     it('rides through a failover under create load: promote the standby, move the address', async (t) => {
-      const proxy = await MovableProxy.start(pair.primaryPort)
-      proxies.push(proxy)
-      const env = { ...quiet, DATABASE_URL: `postgres://postgres@127.0.0.1:${proxy.port}/plant_store_test` }
-      const token = await createToken(env, 'failover')
-      const service = await spawnService(env)
-      services.push(service)
+      const { proxy, token, service } = await behindProxy('failover')
       const load = createLoad(service.url, token, 4, 1_000_000n)
       await sleep(1000)
       const failedOver = performance.now()

@@ -12,8 +12,8 @@ export class HostRefusedError extends Error {
 /**
  * Which host of a HostList the pool's next connection goes to. A new connection goes to the host
  * that last gave a good one; one that fails to connect, or answers with the wrong role, moves the
- * choice to the next host in the list order, and the guard (guard.ts) tries again at once while the
- * round has hosts left. libpq starts every connection at the first host instead; starting at the
+ * choice to the next host in the list order, and the guard (guard.ts) tries the call again after its
+ * backoff. libpq starts every connection at the first host instead; starting at the
  * last good one spares each new connection a wait on a dead first host.
  */
 export class HostChooser {
@@ -25,11 +25,6 @@ export class HostChooser {
 
   pick(): number {
     return this.current
-  }
-
-  /** True until every host was tried since the last good connection. */
-  untriedLeft(): boolean {
-    return this.missesInRow < this.list.hosts.length
   }
 
   missed(target: number): void {
