@@ -34,6 +34,7 @@ async function retried<T>(
   policy: RetryPolicy,
   until: number,
   stopped: () => boolean,
+  seen: { last?: unknown },
 ): Promise<T> {
   let immediate = 0
   let waits = 0
@@ -41,6 +42,7 @@ async function retried<T>(
     try {
       return await work()
     } catch (error) {
+      seen.last = error
       const dead = wasSessionTerminated(error) || (policy.idempotent && wasConnectionLost(error))
       if (dead && ++immediate < policy.attempts && !stopped()) continue
       if ((!dead && !wasNeverRun(error)) || policy.waits === false) throw error
@@ -64,16 +66,22 @@ export async function guard<T>(
 ): Promise<T> {
   let timer: NodeJS.Timeout | undefined
   let settled = false
+  const seen: { last?: unknown } = {}
   try {
     // With no deadline, only dead connections are retried (at once): nothing bounds a backoff.
-    const pending = retried(work, policy, until ?? 0, () => settled)
+    const pending = retried(work, policy, until ?? 0, () => settled, seen)
     if (until === undefined) return await pending
     // Settled here, so a rejection after the deadline is not an unhandled one.
     pending.catch(() => {})
     const left = until - Date.now()
     const deadline = new Promise<never>((_resolve, reject) => {
+      // With the failure the retries met, so a start-up that gives up says why (a standby, say).
       timer = setTimeout(
-        () => reject(new StoreUnavailableError(`PostgreSQL did not answer within the request's deadline`)),
+        () => {
+          const why = seen.last instanceof Error ? `; the last attempt: ${seen.last.message}` : ''
+          const message = `PostgreSQL did not answer within the request's deadline${why}`
+          reject(new StoreUnavailableError(message, { cause: seen.last }))
+        },
         Math.max(0, left),
       )
     })
