@@ -13,6 +13,7 @@ import { installExpectHandling } from './http/expect-header.js'
 import { MAX_HEADER_LINES } from './http/header-block.js'
 import { requireHost } from './http/host-header.js'
 import { registerJsonBodyParser } from './http/json-body.js'
+import { installRequestDeadline } from './http/request-deadline.js'
 import { lazyRequestLogger } from './http/lazy-request-logger.js'
 import { installLingeringClose } from './http/lingering-close.js'
 import { registerLoadShedding } from './http/load-shedding.js'
@@ -129,6 +130,7 @@ export async function buildApp(
   installValidators(app, sharedSchemas)
   installErrorHandler(app, config.bodyLimit)
   installRequestLogging(app)
+  if (storage.kind === 'postgres') installRequestDeadline(app)
   // Served here unless METRICS_PORT takes them elsewhere (observability/metrics-server.ts).
   const servesMetrics = config.metrics && config.metricsPort === undefined
   if (config.metrics) installHttpMetrics(app, storage)

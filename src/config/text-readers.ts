@@ -1,5 +1,6 @@
 import { isIP } from 'node:net'
 import type { EnvVariable } from './env-schema.js'
+import { parseHostList } from './postgres-host-list.js'
 
 export class ConfigError extends Error {
   override name = 'ConfigError'
@@ -45,18 +46,13 @@ function postgresUrl(name: string, raw: string): string {
   const text = raw.trim()
   if (!/^postgres(ql)?:\/\//.test(text))
     throw new ConfigError(`${name} must start with postgres:// or postgresql://`)
+  // libpq's host list (h1:p1,h2:p2) and target_session_attrs, which pg does not read itself.
   let url: URL
   try {
-    url = new URL(text)
-  } catch {
-    // The URL parser says only "invalid"; a port out of range is the one mistake it can name.
-    const port = /^postgres(?:ql)?:\/\/(?:[^@/?#]*@)?(?:\[[^\]]*\]|[^:/?#]*):(\d+)(?:[/?#]|$)/.exec(text)?.[1]
-    if (port !== undefined && Number(port) > 65535) {
-      throw new ConfigError(`${name} port must be between 1 and 65535, got ${port}`)
-    }
-    throw new ConfigError(`${name} is not a valid URL (percent-encode special characters in the password)`)
+    url = new URL(parseHostList(text, name).urls[0] as string)
+  } catch (error) {
+    throw new ConfigError((error as Error).message)
   }
-  if (url.port === '0') throw new ConfigError(`${name} port must be between 1 and 65535, got 0`)
   // A misspelt mode would otherwise fail only later, as a TLS error from the driver.
   const sslmode = url.searchParams.get('sslmode')
   if (sslmode !== null && !SSL_MODES.includes(sslmode)) {

@@ -89,7 +89,9 @@ if (
     })
 
     it('answers 503 with Retry-After while the database is down, stays up, and recovers by itself', async (t) => {
-      service = await spawnService(env)
+      // Calls are retried until the request's deadline (a restart or failover shorter than it is
+      // ridden through): DB_STATEMENT_TIMEOUT_MS + 1 s, so 2 s here.
+      service = await spawnService({ ...env, DB_STATEMENT_TIMEOUT_MS: '1000' })
       const base = service.url
       assert.equal(
         (await request('POST', `${base}/plants`, { token, body: '{"id":1,"name":"Before"}' })).status,
@@ -99,9 +101,9 @@ if (
 
       await pgServer('stop', dir)
 
-      // A sustained outage: the pool keeps failing to reconnect, and must not back off so far that
-      // requests wait many seconds for their 503. This also runs past the token cache (≤ 1 s), so
-      // the lookups below meet the outage themselves.
+      // A sustained outage: the pool keeps failing to reconnect, and each request gets its 503 by
+      // its deadline, not later. This also runs past the token cache (≤ 1 s), so the lookups below
+      // meet the outage themselves.
       const outageStarted = performance.now()
       let worst = 0
       while (performance.now() - outageStarted < 4_000) {
@@ -121,7 +123,8 @@ if (
         '/readyz': await timed('GET', `${base}/readyz`),
       }
       worst = Math.max(worst, ...Object.values(attempts).map((a) => a.ms))
-      assert.ok(worst < 2_500, `a 503 took ${Math.round(worst)} ms; it must come fast, not hang`)
+      // The 2 s deadline, with room for a slow machine, but not for a second deadline.
+      assert.ok(worst < 3_500, `a 503 took ${Math.round(worst)} ms; it must come by the deadline, not hang`)
       for (const [what, { response }] of Object.entries(attempts)) {
         assertUnavailable(response, what)
       }
@@ -134,7 +137,7 @@ if (
       for (const { response } of burst) assertUnavailable(response, 'one of 64 concurrent reads')
       const slowest = Math.max(...burst.map((b) => b.ms))
       t.diagnostic(`slowest of 64 concurrent 503s: ${Math.round(slowest)} ms`)
-      assert.ok(slowest < 2_500, `a 503 among 64 concurrent requests took ${Math.round(slowest)} ms`)
+      assert.ok(slowest < 3_500, `a 503 among 64 concurrent requests took ${Math.round(slowest)} ms`)
       assert.equal(
         (await request('GET', `${base}/healthz`)).status,
         200,
@@ -274,7 +277,8 @@ if (
 
     it('answers 503, not 500, when PostgreSQL takes no writes, and /readyz says so', async () => {
       const admin = pgAdmin(env.DATABASE_URL ?? '')
-      service = await spawnService(env)
+      // A write is retried until its deadline, in case a failover brings a primary back in time.
+      service = await spawnService({ ...env, DB_STATEMENT_TIMEOUT_MS: '1000' })
       const base = service.url
       try {
         // What a demoted primary or a standby answers after a failover (SQLSTATE 25006).
@@ -295,7 +299,10 @@ if (
           'nothing was stored',
         )
       } finally {
-        await admin.unsafe('ALTER DATABASE plant_store_test SET default_transaction_read_only = off')
+        // READ WRITE: the admin's own connection may be a new one, read-only by default now.
+        await admin.unsafe(
+          'BEGIN READ WRITE; ALTER DATABASE plant_store_test SET default_transaction_read_only = off; COMMIT',
+        )
         await admin`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
           WHERE application_name = 'plant-store'`
         await admin.end()

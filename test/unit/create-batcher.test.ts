@@ -40,12 +40,15 @@ function heldRunner() {
 
 const plant = (id: number) => ({ id: BigInt(id), name: `plant ${id}` })
 
+/** A deadline far enough away never to be met in these tests. */
+const LATER = () => Date.now() + 60_000
+
 /** Submits one create, then another on a later turn of the event loop, and settles everything. */
 async function twoTurns(batcher: CreateBatcher, runner: ReturnType<typeof heldRunner>) {
-  const first = batcher.submit(plant(1))
+  const first = batcher.submit(plant(1), LATER())
   await new Promise((resolve) => setImmediate(resolve))
   await new Promise((resolve) => setImmediate(resolve))
-  const second = batcher.submit(plant(2))
+  const second = batcher.submit(plant(2), LATER())
   await new Promise((resolve) => setImmediate(resolve))
   await new Promise((resolve) => setImmediate(resolve))
   const atOnce = runner.mostAtOnce()
@@ -60,7 +63,7 @@ async function twoTurns(batcher: CreateBatcher, runner: ReturnType<typeof heldRu
 describe('PostgreSQL create batcher', () => {
   it('sends a second batch while the first runs when the event loop has been mostly idle', async () => {
     const runner = heldRunner()
-    const batcher = new CreateBatcher(runner.run, 2, 256, 60_000)
+    const batcher = new CreateBatcher(runner.run, 2, 256)
     await sleep(150)
     const { atOnce, outcomes } = await twoTurns(batcher, runner)
     assert.equal(atOnce, 2, 'both batches ran at once')
@@ -70,7 +73,7 @@ describe('PostgreSQL create batcher', () => {
 
   it('runs one batch at a time when the event loop has been saturated, and the waiting creates form the next', async () => {
     const runner = heldRunner()
-    const batcher = new CreateBatcher(runner.run, 2, 256, 60_000)
+    const batcher = new CreateBatcher(runner.run, 2, 256)
     spin(150)
     const { atOnce, outcomes } = await twoTurns(batcher, runner)
     assert.equal(atOnce, 1, 'the second batch waited for the first')
@@ -83,11 +86,12 @@ describe('PostgreSQL create batcher', () => {
 
   it('answers every create by its deadline, sent or queued, and sends none already past it', async () => {
     const runner = heldRunner()
-    const batcher = new CreateBatcher(runner.run, 1, 256, 200)
+    const batcher = new CreateBatcher(runner.run, 1, 256)
     const started = Date.now()
-    const sent = batcher.submit(plant(1))
+    const due = started + 200
+    const sent = batcher.submit(plant(1), due)
     await new Promise((resolve) => setImmediate(resolve))
-    const all = [sent, batcher.submit(plant(2)), batcher.submit(plant(3))]
+    const all = [sent, batcher.submit(plant(2), due), batcher.submit(plant(3), due)]
     // The sleep also keeps the process alive: the batcher's timers do not (the HTTP server does).
     const patience = new AbortController()
     const settled = await Promise.race([
@@ -105,7 +109,7 @@ describe('PostgreSQL create batcher', () => {
     assert.equal(runner.batches.length, 1, 'only the first was sent: the others were never')
     // The held statement ends late: the next create goes out then, and is answered.
     runner.releaseAll()
-    const later = batcher.submit(plant(4))
+    const later = batcher.submit(plant(4), LATER())
     while ((await Promise.race([later, sleep(5).then(() => 'pending')])) === 'pending') runner.releaseAll()
     assert.deepEqual(await later, { kind: 'created' })
     assert.deepEqual(
@@ -114,9 +118,36 @@ describe('PostgreSQL create batcher', () => {
     )
   })
 
+  it('answers each create of a batch by its own deadline, and runs the batch until the latest', async () => {
+    const runner = heldRunner()
+    const untils: number[] = []
+    const batcher = new CreateBatcher(
+      (batch, until) => {
+        untils.push(until)
+        return runner.run(batch)
+      },
+      1,
+      256,
+    )
+    // The batcher's timers do not keep the process alive (the HTTP server does).
+    const alive = setInterval(() => {}, 1000)
+    const started = Date.now()
+    const early = batcher.submit(plant(1), started + 100)
+    const late = batcher.submit(plant(2), started + 60_000)
+    const rejected = await early.then(
+      () => undefined,
+      (error: unknown) => error,
+    )
+    assert.ok(rejected instanceof StoreUnavailableError, 'the early one got its 503')
+    assert.deepEqual(untils, [started + 60_000], 'the batch runs until its latest deadline')
+    runner.releaseAll()
+    assert.deepEqual(await late, { kind: 'created' }, 'the later one is still answered by the statement')
+    clearInterval(alive)
+  })
+
   it('goes back to two batches at once when the load is gone', async () => {
     const runner = heldRunner()
-    const batcher = new CreateBatcher(runner.run, 2, 256, 60_000)
+    const batcher = new CreateBatcher(runner.run, 2, 256)
     spin(150)
     assert.equal((await twoTurns(batcher, runner)).atOnce, 1)
     await sleep(150)

@@ -1,5 +1,7 @@
 import pg from 'pg'
 import { StoreUnavailableError } from '../storage.js'
+import { clientOf, HostChooser, HostRefusedError, targetOf } from './host-choice.js'
+import { parseHostList } from '../../config/postgres-host-list.js'
 import type { CommitObserver } from '../storage.js'
 
 /** How to reach PostgreSQL; mirrors DATABASE_URL, DB_POOL_SIZE and DB_STATEMENT_TIMEOUT_MS. */
@@ -23,6 +25,9 @@ export const CLIENT_DEADLINE_MARGIN_MS = 1000
 
 /** A new connection (TCP, TLS, startup) that takes longer than this fails the request with a 503. */
 export const CONNECT_TIMEOUT_MS = 5000
+
+/** Idle time after which TCP keepalive probes a pooled connection, so a vanished server is noticed. */
+export const KEEPALIVE_DELAY_MS = 10_000
 
 /** Socket-level failures that Node reports with a code. */
 const SOCKET_CODES = new Set([
@@ -82,6 +87,30 @@ export function wasSessionTerminated(error: unknown): boolean {
   return code === '57P01' || code === '57P02'
 }
 
+/** Failures before a statement is sent: no connection, or one the server would not serve. */
+const NEVER_RUN_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH'])
+/** 57P03 starting up or shutting down, 53300 too many connections, 25006 read-only (refused before it ran). */
+const NEVER_RUN_SQLSTATES = new Set(['57P03', '53300', '25006'])
+/** pg-pool's own: no pooled connection came free, or a new one did not finish connecting. */
+const POOL_CONNECT_MESSAGE =
+  /^(timeout exceeded when trying to connect|Connection terminated due to connection timeout)/
+
+/**
+ * True when the statement certainly did not run (so any call may be sent again), as during a
+ * failover: the server refused the connection or the statement, or the host was of the wrong role.
+ */
+export function wasNeverRun(error: unknown): boolean {
+  if (error instanceof HostRefusedError) return true
+  if (
+    error instanceof Error &&
+    !(error instanceof pg.DatabaseError) &&
+    POOL_CONNECT_MESSAGE.test(error.message)
+  )
+    return true
+  const code = errorCode(error)
+  return code !== undefined && (NEVER_RUN_CODES.has(code) || NEVER_RUN_SQLSTATES.has(code))
+}
+
 /** True when the connection broke under the statement: whether it ran is unknown. */
 export function wasConnectionLost(error: unknown): boolean {
   const code = errorCode(error)
@@ -95,7 +124,7 @@ export function wasConnectionLost(error: unknown): boolean {
  * connections" or read-only. A cancelled statement (57014, statement_timeout) is not one of them.
  */
 export function isUnavailableError(error: unknown): boolean {
-  if (isPgConnectionError(error)) return true
+  if (isPgConnectionError(error) || error instanceof HostRefusedError) return true
   const code = errorCode(error)
   if (!code) return false
   return SOCKET_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code) || /^08[0-9A-Z]{3}$/.test(code)
@@ -133,12 +162,29 @@ export const int8AsBigInt = {
 } as pg.CustomTypesConfig
 
 /**
+ * What picks the host of each new connection for `url` (host-choice.ts): undefined for one host
+ * with no role to check, where pg's own client does. Pools that share one follow the same host.
+ */
+export function hostChooserFor(url: string): HostChooser | undefined {
+  const list = parseHostList(url, 'DATABASE_URL')
+  return list.urls.length > 1 || list.targetSessionAttrs !== 'any' ? new HostChooser(list) : undefined
+}
+
+/**
  * A pg pool configured for this store. `clientDeadline: false` leaves out the client-side query
  * timeout, for migrations, whose DDL may run far longer than a request.
  */
-export function createPool(options: PostgresOptions, clientDeadline = true): pg.Pool {
+export function createPool(
+  options: PostgresOptions,
+  clientDeadline = true,
+  chooser = hostChooserFor(options.url),
+): pg.Pool {
   const pool = new pg.Pool({
-    connectionString: options.url,
+    connectionString: chooser?.list.urls[0] ?? options.url,
+    ...(chooser && {
+      Client: clientOf(chooser) as unknown as new () => pg.ClientBase,
+      onConnect: (client: pg.ClientBase) => chooser.check(client, targetOf(client)),
+    }),
     max: options.poolSize,
     // Waiting for a free connection and opening a new one both fail with a 503 after this.
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
@@ -152,6 +198,9 @@ export function createPool(options: PostgresOptions, clientDeadline = true): pg.
     // over jit_above_cost on 10M plants, and compiling it cost 8-13 ms a statement.
     options: '-c jit=off',
     types: int8AsBigInt,
+    // A server that vanished without a FIN or RST (a host or network failure) fails the connection.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
   })
   // An idle connection that fails (a restart, pg_terminate_backend) is dropped by the pool, which
   // then emits 'error'; unhandled, that event would end the process. The next query reconnects.

@@ -8,8 +8,8 @@ export interface CreateRequest {
 interface Waiting extends CreateRequest {
   resolve: (outcome: CreateOutcome) => void
   reject: (error: unknown) => void
-  /** When it was submitted (Date.now()). */
-  since: number
+  /** When its answer is due at the latest (Date.now() time): its request's store deadline. */
+  until: number
 }
 
 /**
@@ -31,16 +31,15 @@ export class CreateBatcher {
   private expiry: NodeJS.Timeout | undefined
 
   /**
-   * `maxWaitMs` bounds how long a create waits for its answer from the moment it is submitted:
-   * one queued behind a batch that the server does not answer (frozen, cut off) got its 503 only
-   * after that batch's deadline and then its own, twice the documented time. One still queued at
-   * its deadline is answered 503 unsent, so not stored.
+   * Each create is answered by its `until` (submit): one queued behind a batch that the server does
+   * not answer (frozen, cut off) got its 503 only after that batch's deadline and then its own,
+   * twice the documented time. One still queued at its deadline is answered 503 unsent, so not
+   * stored. A batch runs until the latest deadline among its creates (`runBatch`'s `until`).
    */
   constructor(
-    private readonly runBatch: (batch: CreateRequest[]) => Promise<CreateOutcome[]>,
+    private readonly runBatch: (batch: CreateRequest[], until: number) => Promise<CreateOutcome[]>,
     private readonly maxInFlight: number,
     private readonly maxBatch: number,
-    private readonly maxWaitMs: number,
     private readonly observer?: CommitObserver,
   ) {}
 
@@ -55,9 +54,9 @@ export class CreateBatcher {
     return this.loadMeter.busy() ? 1 : this.maxInFlight
   }
 
-  submit(plant: Plant): Promise<CreateOutcome> {
+  submit(plant: Plant, until: number): Promise<CreateOutcome> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ plant, resolve, reject, since: Date.now() })
+      this.queue.push({ plant, resolve, reject, until })
       this.schedule()
       this.watchQueue()
     })
@@ -65,9 +64,8 @@ export class CreateBatcher {
 
   /** One timer, for the oldest create still queued; it is usually sent long before. */
   private watchQueue(): void {
-    const oldest = this.queue[0]
-    if (this.expiry || !oldest) return
-    const due = Math.max(0, oldest.since + this.maxWaitMs - Date.now())
+    if (this.expiry || this.queue.length === 0) return
+    const due = Math.max(0, Math.min(...this.queue.map((waiting) => waiting.until)) - Date.now())
     this.expiry = setTimeout(() => {
       this.expiry = undefined
       this.expireWaiting()
@@ -78,14 +76,10 @@ export class CreateBatcher {
 
   private expireWaiting(): void {
     const now = Date.now()
-    const expired = this.queue.filter((waiting) => now - waiting.since >= this.maxWaitMs)
+    const expired = this.queue.filter((waiting) => waiting.until <= now)
     if (expired.length === 0) return
-    this.queue = this.queue.filter((waiting) => now - waiting.since < this.maxWaitMs)
-    for (const waiting of expired) waiting.reject(this.tooLate())
-  }
-
-  private tooLate(): StoreUnavailableError {
-    return new StoreUnavailableError(`PostgreSQL did not answer this create within ${this.maxWaitMs} ms`)
+    this.queue = this.queue.filter((waiting) => waiting.until > now)
+    for (const waiting of expired) waiting.reject(tooLate())
   }
 
   // On the next turn of the event loop, so that the creates of this one travel together.
@@ -97,34 +91,40 @@ export class CreateBatcher {
 
   private flush(): void {
     this.scheduled = false
-    const oldest = this.queue[0]
-    if (oldest && Date.now() - oldest.since >= this.maxWaitMs) this.expireWaiting()
+    this.expireWaiting()
     while (this.queue.length > 0 && this.inFlight < this.limit()) {
       const batch = this.take()
       // Everything queued repeats an id still running; its batch's end schedules the next flush.
       if (batch.length === 0) return
       this.inFlight++
       const started = performance.now()
-      // Answered by the oldest create's deadline at the latest, however long it queued; the
+      // Each create is answered by its own deadline at the latest, however long it queued; the
       // statement may still commit afterwards, as after any lost answer (creates are idempotent).
-      let answered = false
-      const answer = (give: () => void) => {
-        if (answered) return
-        answered = true
-        clearTimeout(late)
-        give()
+      const open = new Set(batch)
+      let late: NodeJS.Timeout | undefined
+      const expire = () => {
+        const now = Date.now()
+        for (const waiting of open) {
+          if (waiting.until > now) continue
+          open.delete(waiting)
+          waiting.reject(tooLate())
+        }
+        if (open.size > 0) late = setTimeout(expire, Math.min(...[...open].map((w) => w.until)) - now).unref()
       }
-      const late = setTimeout(
-        () => answer(() => batch.forEach((waiting) => waiting.reject(this.tooLate()))),
-        Math.max(0, (batch[0] as Waiting).since + this.maxWaitMs - Date.now()),
-      ).unref()
-      this.runBatch(batch)
+      expire()
+      const answer = (give: (waiting: Waiting, i: number) => void) => {
+        clearTimeout(late)
+        batch.forEach((waiting, i) => {
+          if (open.delete(waiting)) give(waiting, i)
+        })
+      }
+      this.runBatch(batch, Math.max(...batch.map((waiting) => waiting.until)))
         .then(
           (outcomes) => {
             this.observer?.batchCommitted(batch.length, performance.now() - started)
-            answer(() => batch.forEach((waiting, i) => waiting.resolve(outcomes[i] as CreateOutcome)))
+            answer((waiting, i) => waiting.resolve(outcomes[i] as CreateOutcome))
           },
-          (error: unknown) => answer(() => batch.forEach((waiting) => waiting.reject(error))),
+          (error: unknown) => answer((waiting) => waiting.reject(error)),
         )
         .finally(() => {
           for (const waiting of batch) this.idsInFlight.delete(waiting.plant.id)
@@ -146,4 +146,8 @@ export class CreateBatcher {
     this.queue = later
     return batch
   }
+}
+
+function tooLate(): StoreUnavailableError {
+  return new StoreUnavailableError("PostgreSQL did not answer this create within its request's deadline")
 }

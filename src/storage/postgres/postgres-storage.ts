@@ -14,11 +14,12 @@ import type {
   TokenRecord,
 } from '../storage.js'
 import type pg from 'pg'
+import { requestStartedAt } from '../request-scope.js'
 import { StoreReadOnlyError } from '../storage.js'
 import { CreateBatcher } from './create-batcher.js'
 import { createPlants } from './create-plants.js'
-import { CLIENT_DEADLINE_MARGIN_MS, createPool, type PostgresOptions } from './connection.js'
-import { guard } from './guard.js'
+import { CLIENT_DEADLINE_MARGIN_MS, createPool, hostChooserFor, type PostgresOptions } from './connection.js'
+import { guard, type RetryPolicy } from './guard.js'
 import { exportPlants, requeueFailedDeliveries } from './data-moves.js'
 import { migratePostgres } from './migrations.js'
 import { PlantReads } from './plant-reads.js'
@@ -42,17 +43,20 @@ const MAX_BATCH = 256
  * simply reconnects.
  */
 export async function openPostgresStorage(options: PostgresOptions): Promise<Storage> {
-  const pool = createPool(options)
+  const chooser = hostChooserFor(options.url)
+  const pool = createPool(options, true, chooser)
   try {
+    // Retried as a request is, so a failover or a host of the wrong role in progress is waited out.
     const { rows } = await guard(
       () => pool.query("SELECT current_setting('server_version_num')::int AS version"),
-      options.statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS,
+      Date.now() + options.statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS,
+      { idempotent: true, attempts: options.poolSize + 1 },
     )
     // gen_random_uuid() (delivery ids) is built in from PostgreSQL 13.
     if (!rows[0] || (rows[0].version as number) < 130000)
       throw new Error('PostgreSQL 13 or later is required')
     // No deadline: DDL on a large table, or waiting for another instance's migration, takes long.
-    const migrations = createPool({ ...options, poolSize: 1 }, false)
+    const migrations = createPool({ ...options, poolSize: 1 }, false, chooser)
     await guard(() => migratePostgres(migrations, options.onMigration)).finally(() => migrations.end())
   } catch (error) {
     await pool.end().catch(() => {})
@@ -73,7 +77,7 @@ export class PostgresStorage implements Storage {
   private readonly creates: CreateBatcher
   private readonly reads: PlantReads
 
-  /** DB_STATEMENT_TIMEOUT_MS plus a margin: see CLIENT_DEADLINE_MARGIN_MS. */
+  /** DB_STATEMENT_TIMEOUT_MS plus a margin (CLIENT_DEADLINE_MARGIN_MS), counted from a request's arrival. */
   private readonly deadlineMs: number
 
   /** Every pooled connection may be dead after a database restart: see retriedOnDeadConnection. */
@@ -85,24 +89,36 @@ export class PostgresStorage implements Storage {
   ) {
     this.deadlineMs = options.statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS
     this.retryAttempts = options.poolSize + 1
-    const guardedIdempotent = <T>(work: () => Promise<T>) => this.guardIdempotent(work)
     this.creates = new CreateBatcher(
-      (batch) => createPlants(this.pool, batch, guardedIdempotent),
+      (batch, until) => createPlants(this.pool, batch, (work) => guard(work, until, this.policy(true))),
       MAX_BATCHES_IN_FLIGHT,
       MAX_BATCH,
-      this.deadlineMs,
       options.observer,
     )
-    this.reads = new PlantReads(pool, guardedIdempotent)
+    // A batch of reads runs in the context of its first read, so under that request's deadline.
+    this.reads = new PlantReads(pool, (work) => this.guardIdempotent(work))
+  }
+
+  /**
+   * One deadline per request: every store call of a request ends by its arrival plus deadlineMs,
+   * so a token lookup and a create cannot each take the whole of it. Outside a request (the CLI,
+   * the webhook worker), each call gets the whole of it.
+   */
+  private until(): number {
+    return (requestStartedAt() ?? Date.now()) + this.deadlineMs
+  }
+
+  private policy(idempotent: boolean): RetryPolicy {
+    return { idempotent, attempts: this.retryAttempts }
   }
 
   private guard<T>(work: () => Promise<T>): Promise<T> {
-    return guard(work, this.deadlineMs, { idempotent: false, attempts: this.retryAttempts })
+    return guard(work, this.until(), this.policy(false))
   }
 
   /** For statements that may safely run twice: reads, and creates (a replay answers the same). */
   private guardIdempotent<T>(work: () => Promise<T>): Promise<T> {
-    return guard(work, this.deadlineMs, { idempotent: true, attempts: this.retryAttempts })
+    return guard(work, this.until(), this.policy(true))
   }
 
   /** The rows of one statement, named (prepared once per connection) when `name` is given. */
@@ -118,7 +134,7 @@ export class PostgresStorage implements Storage {
   }
 
   createPlant(plant: Plant): Promise<CreateOutcome> {
-    return this.creates.submit(plant)
+    return this.creates.submit(plant, this.until())
   }
 
   readPlantJson(id: bigint): Promise<string | undefined> {
@@ -330,13 +346,18 @@ export class PostgresStorage implements Storage {
   /** Ready means able to take writes too: a standby, or a primary set read-only, is not. */
   async ping(): Promise<void> {
     // Reads the table every plant route needs: a store without it is not ready to serve them.
-    const [row] = await this.rows(
-      `SELECT current_setting('transaction_read_only') = 'on' AS read_only,
-        EXISTS (SELECT 1 FROM plants) AS readable`,
-      [],
-      true,
-      'ping',
+    // No backoff: a readiness probe wants the state now, and has a short timeout of its own.
+    const { rows } = await guard(
+      () =>
+        this.pool.query({
+          name: 'ping',
+          text: `SELECT current_setting('transaction_read_only') = 'on' AS read_only,
+            EXISTS (SELECT 1 FROM plants) AS readable`,
+        }),
+      this.until(),
+      { ...this.policy(true), waits: false },
     )
+    const row = rows[0] as Row | undefined
     if (row?.read_only === true) {
       throw new StoreReadOnlyError(
         'PostgreSQL accepts no writes (transaction_read_only is on: a standby, or default_transaction_read_only)',
