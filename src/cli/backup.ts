@@ -1,20 +1,16 @@
 import fs from 'node:fs'
 import path from 'node:path'
-import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.js'
 import { backupSqliteStore } from '../storage/sqlite/backup.js'
-import { CommandError, printError, UsageError } from './output.js'
-import { Progress, count, percent } from './progress.js'
+import { CommandError, printError } from './output.js'
+import { Progress, count, counted, percent } from './progress.js'
 
 /**
  * `plant-store backup FILE`: a consistent copy of the SQLite store while the service runs. It
  * opens the file itself rather than through the storage port: the backup API works on a plain
  * connection, and a backup must neither migrate nor create the store it copies.
  */
-export async function backupCommand(args: string[]): Promise<void> {
-  const { positionals } = parseArgs({ args, allowPositionals: true, strict: true })
-  const target = positionals[0]
-  if (!target || positionals.length > 1) throw new UsageError('backup needs exactly one FILE to write')
+export async function backupCommand(target: string): Promise<void> {
   const config = loadConfig()
   if (config.databaseUrl) {
     throw new CommandError(
@@ -31,13 +27,13 @@ export async function backupCommand(args: string[]): Promise<void> {
   if (destination === config.dbPath) throw new CommandError('the backup must be another file than the store')
   const progress = new Progress(`backing up ${config.dbPath}`)
   const result = await backupSqliteStore(config.dbPath, destination, (copied, total) =>
-    progress.update(`${count(copied)} of ${count(total)} pages, ${percent(copied, total)}`),
+    progress.update(`${count(copied)} of ${counted(total, 'page')}, ${percent(copied, total)}`),
   ).catch((error: NodeJS.ErrnoException) => {
     progress.done()
     throw error.code === 'EEXIST' && error.path === destination ? exists : error
   })
-  progress.done(`${count(result.pages)} pages`)
-  printError(`backed up ${config.dbPath} to ${destination} (${count(result.bytes)} bytes)`)
+  progress.done(counted(result.pages, 'page'))
+  printError(`backed up ${config.dbPath} to ${destination} (${counted(result.bytes, 'byte')})`)
 }
 
 /** Whether anything, a dangling symbolic link included, is at `file`. */

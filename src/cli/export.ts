@@ -1,10 +1,9 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import type { Writable } from 'node:stream'
-import { parseArgs } from 'node:util'
 import type { OpenStore } from './open-store.js'
-import { CommandError, escapeControls, printError, UsageError } from './output.js'
-import { Progress, count } from './progress.js'
+import { CommandError, escapeControls, printError } from './output.js'
+import { Progress, counted } from './progress.js'
 
 /** Plants read per page: large enough to amortise the query, small enough for constant memory. */
 const PAGE = 10_000
@@ -14,15 +13,11 @@ const PAGE = 10_000
  * are read by keyset, so memory stays constant and the store serves meanwhile; a plant created or
  * deleted during the export may or may not be in it (`backup` gives a point-in-time copy).
  */
-export async function exportCommand(open: OpenStore, args: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    strict: true,
-    options: { force: { type: 'boolean' } },
-  })
-  if (positionals.length > 1) throw new UsageError('export takes at most one FILE (- for standard output)')
-  const target = positionals[0] ?? '-'
+export async function exportCommand(
+  open: OpenStore,
+  target = '-',
+  values: { force?: boolean } = {},
+): Promise<void> {
   const storage = await open()
   const file = target === '-' ? undefined : path.resolve(target)
   const out: Writable = file ? openOutput(file, values.force === true) : process.stdout
@@ -38,11 +33,11 @@ export async function exportCommand(open: OpenStore, args: string[]): Promise<vo
     if ((await write(out, file ? text : escapeControls(text))) === 'closed') return
     exported += page.lines.length
     after = page.lastId
-    progress.update(`${count(exported)} plants`)
+    progress.update(counted(exported, 'plant'))
   }
   if (file) await close(out)
-  progress.done(`${count(exported)} plants`)
-  printError(`exported ${count(exported)} plants${file ? ` to ${file}` : ''}`)
+  progress.done(counted(exported, 'plant'))
+  printError(`exported ${counted(exported, 'plant')}${file ? ` to ${file}` : ''}`)
 }
 
 const { O_WRONLY, O_CREAT, O_EXCL, O_TRUNC, O_NOFOLLOW } = fs.constants

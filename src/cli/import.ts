@@ -1,15 +1,14 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import type { Readable } from 'node:stream'
-import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.js'
 import { ApiError } from '../errors.js'
 import { newPlantChecker, plantConflict } from '../routes/new-plant.js'
 import type { Plant } from '../storage/storage.js'
 import { readLines } from './ndjson-lines.js'
 import type { OpenStore } from './open-store.js'
-import { CommandError, printError, UsageError } from './output.js'
-import { Progress, count, notice, percent } from './progress.js'
+import { CommandError, printError } from './output.js'
+import { Progress, count, counted, notice, percent } from './progress.js'
 
 /**
  * Creates in flight at once. The store batches what arrives together (a SQLite group commit, a
@@ -33,11 +32,7 @@ export interface ImportCounts {
  * already present (the same plant), a conflict (another plant at its id) or bad, and never half
  * stored. Exits 1 when a line was bad or conflicting; running it again is harmless.
  */
-export async function importCommand(open: OpenStore, args: string[]): Promise<void> {
-  const { positionals } = parseArgs({ args, allowPositionals: true, strict: true })
-  const source = positionals[0]
-  if (!source || positionals.length > 1)
-    throw new UsageError('import needs exactly one FILE (- for standard input)')
+export async function importCommand(open: OpenStore, source: string): Promise<void> {
   const config = loadConfig()
   // Before the store is opened (and maybe created): a mistyped FILE must not leave a new store behind.
   const { input, size } = source === '-' ? { input: process.stdin, size: 0 } : openInput(path.resolve(source))
@@ -47,13 +42,14 @@ export async function importCommand(open: OpenStore, args: string[]): Promise<vo
   })
   const check = newPlantChecker()
   const counts: ImportCounts = { created: 0, present: 0, conflicts: 0, bad: 0 }
-  const report = (line: number, message: string) => notice(`line ${line}: ${message}`)
+  const reports = new LineReports()
   const progress = new Progress('importing')
   const inFlight = new Set<Promise<void>>()
   // The store failing (a full disk, a lost database) stops the import; the lines stored so far
   // stay, and running it again counts them as already present.
   let failure: unknown
   const store = (plant: Plant, line: number) => {
+    const report = reports.expect(line)
     const tracked: Promise<void> = storage
       .createPlant(plant)
       .then(
@@ -62,11 +58,13 @@ export async function importCommand(open: OpenStore, args: string[]): Promise<vo
           else if (outcome.kind === 'replayed') counts.present++
           else {
             counts.conflicts++
-            report(line, plantConflict(plant, outcome.existing).message)
+            return report(plantConflict(plant, outcome.existing).message)
           }
+          report()
         },
         (error: unknown) => {
           failure ??= error
+          report()
         },
       )
       .finally(() => inFlight.delete(tracked))
@@ -77,7 +75,7 @@ export async function importCommand(open: OpenStore, args: string[]): Promise<vo
     lastLine = line.number
     if (line.tooLong) {
       counts.bad++
-      report(line.number, `body must not be larger than ${config.bodyLimit} bytes (BODY_LIMIT)`)
+      reports.expect(line.number)(`body must not be larger than ${config.bodyLimit} bytes (BODY_LIMIT)`)
       continue
     }
     // A blank line (a trailing one, say) is no plant, and no mistake either.
@@ -88,7 +86,7 @@ export async function importCommand(open: OpenStore, args: string[]): Promise<vo
     } catch (error) {
       if (!(error instanceof ApiError)) throw error
       counts.bad++
-      report(line.number, error.message)
+      reports.expect(line.number)(error.message)
       continue
     }
     store(plant, line.number)
@@ -96,23 +94,26 @@ export async function importCommand(open: OpenStore, args: string[]): Promise<vo
     if (failure !== undefined) break
     const done = counts.created + counts.present + counts.conflicts + counts.bad
     const read = 'bytesRead' in input ? (input.bytesRead as number) : 0
-    progress.update(`${count(done)} lines${size > 0 ? `, ${percent(read, size)}` : ''}`)
+    progress.update(`${counted(done, 'line')}${size > 0 ? `, ${percent(read, size)}` : ''}`)
   }
   await Promise.all(inFlight)
   if (failure !== undefined) {
     progress.done()
     throw new CommandError(
       `the store failed after line ${lastLine}, so the import stopped: ${(failure as Error).message ?? String(failure)}; ` +
-        `${count(counts.created)} plants were created; run it again to finish (what is stored counts as already present)`,
+        `${counted(counts.created, 'plant')} ${counts.created === 1 ? 'was' : 'were'} created; run it again to finish (what is stored counts as already present)`,
     )
   }
   progress.done('done')
   printError(
     `imported: ${count(counts.created)} created, ${count(counts.present)} already present, ` +
-      `${count(counts.conflicts)} conflicts, ${count(counts.bad)} bad lines`,
+      `${counted(counts.conflicts, 'conflict')}, ${counted(counts.bad, 'bad line')}`,
   )
   if (counts.conflicts + counts.bad > 0) {
-    throw new CommandError(`${count(counts.conflicts + counts.bad)} lines were not imported (see above)`)
+    const skipped = counts.conflicts + counts.bad
+    throw new CommandError(
+      `${counted(skipped, 'line')} ${skipped === 1 ? 'was' : 'were'} not imported (see above)`,
+    )
   }
 }
 
@@ -137,4 +138,36 @@ function openInput(file: string): { input: Readable; size: number } {
     )
   }
   return { input: fs.createReadStream('', { fd }), size: stat.size }
+}
+
+/**
+ * The problems reported in line order. A bad line is known at once, a conflict only when its
+ * create comes back from the store, after later lines were read: each line awaited is queued, and
+ * a report waits for the lines before it.
+ */
+class LineReports {
+  private queue: { line: number; done: boolean; message: string | undefined }[] = []
+  private head = 0
+
+  /** Queues `line`; the function returned settles it, with its problem if it had one. */
+  expect(line: number): (message?: string) => void {
+    const entry = { line, done: false, message: undefined as string | undefined }
+    this.queue.push(entry)
+    return (message) => {
+      entry.done = true
+      entry.message = message
+      this.flush()
+    }
+  }
+
+  private flush(): void {
+    while (this.head < this.queue.length && this.queue[this.head]?.done) {
+      const entry = this.queue[this.head++] as { line: number; message: string | undefined }
+      if (entry.message !== undefined) notice(`line ${entry.line}: ${entry.message}`)
+    }
+    if (this.head > 4096) {
+      this.queue = this.queue.slice(this.head)
+      this.head = 0
+    }
+  }
 }

@@ -2,21 +2,17 @@
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { CommanderError } from 'commander'
 import { ConfigError, loadConfig } from '../config.js'
 import { openStorage } from '../storage/open.js'
 import { nativeAddonMismatch } from '../storage/sqlite/native-addon.js'
 import type { Storage } from '../storage/storage.js'
-import { backupCommand } from './backup.js'
-import { completionCommand } from './completion.js'
-import { exportCommand } from './export.js'
-import { commandsFor, describe, usage } from './help.js'
-import { importCommand } from './import.js'
+import { paint, useColour } from '../colour.js'
+import { findCommand, pathOf, usage, usageArgs } from './help-text.js'
+import type { Run } from './migrate.js'
 import { announceNewStore, type OpenStore, storeIsMissing } from './open-store.js'
-import { CommandError, print, printError, stdoutFailed, UsageError, watchStdout } from './output.js'
-import { Progress } from './progress.js'
-import { serveCommand } from './serve.js'
-import { tokensCommand } from './tokens.js'
-import { webhooksCommand } from './webhooks.js'
+import { CommandError, escapeControls, stdoutFailed, UsageError, watchStdout } from './output.js'
+import { buildProgram } from './program.js'
 
 /** The package's version, from the package.json above this file (in dist/bundle or dist/src/cli). */
 function version(): string {
@@ -27,29 +23,12 @@ function version(): string {
     } catch {
       // Not here; look in the folder above.
     }
-    if (path.dirname(dir) === dir) throw new CommandError('cannot find the package.json of plant-store')
+    if (path.dirname(dir) === dir) return 'unknown'
   }
 }
 
-/** `--help` anywhere, `-h`, or `help [COMMAND]`: the help asked for goes to stdout, exit 0. */
-function help(words: string[]): void {
-  if (words.length === 0) return print(usage())
-  const commands = commandsFor(words)
-  if (commands.length === 0) throw new UsageError(`no command "${words.join(' ')}" to describe`)
-  print(describe(commands))
-}
-
-async function main(argv: string[]): Promise<void> {
-  const [command, ...args] = argv
-  if (command === '--version' || command === '-V') return print(version())
-  if (command === 'help') return help(args)
-  if (argv.includes('--help') || argv.includes('-h')) return help(argv.filter((a) => !a.startsWith('-')))
-  if (!command) throw new UsageError('a command is required')
-  if (command === 'serve') return serveCommand(args)
-  if (command === 'completion') return completionCommand(args)
-  if (command === 'backup') return backupCommand(args)
-  if (!['migrate', 'tokens', 'webhooks', 'export', 'import'].includes(command))
-    throw new UsageError(`unknown command "${command}"`)
+/** Opens the store at most once for the command, when it asks, and closes it after. */
+const run: Run = async (body) => {
   let storage: Storage | undefined
   const open: OpenStore = async ({ create = false, tune = {}, onMigration } = {}) => {
     if (storage) return storage
@@ -62,40 +41,62 @@ async function main(argv: string[]): Promise<void> {
     return storage
   }
   try {
-    if (command === 'migrate') await migrate(open, args)
-    else if (command === 'webhooks') await webhooksCommand(open, args)
-    else if (command === 'export') await exportCommand(open, args)
-    else if (command === 'import') await importCommand(open, args)
-    else await tokensCommand(open, args)
+    await body(open)
   } finally {
     await storage?.close()
   }
 }
 
-/** Opening the store applies any pending migration; on a big store that takes a while, so say so. */
-async function migrate(open: OpenStore, args: string[]): Promise<void> {
-  if (args.length > 0) throw new UsageError('migrate takes no arguments')
-  const progress = new Progress('migrate')
-  progress.update('opening the store and applying pending migrations...', true)
-  const storage = await open({
-    create: true,
-    onMigration: (version, name) => progress.update(`applying migration ${version} (${name})...`, true),
-  })
-  progress.done('done')
-  print(`migrations applied: ${storage.kind} store is up to date`)
+/**
+ * Every error in one style: `plant-store: <what>: <why>` on one line of stderr (docs/cli.md), red
+ * on a terminal; a wrong command line adds the usage of the command it was about.
+ */
+function fail(message: string, code: 1 | 2, usageText?: string): never {
+  const prefix = paint(useColour(process.stderr), 'red', 'plant-store:')
+  process.stderr.write(`${prefix} ${escapeControls(message)}\n${usageText ? `\n${usageText}\n` : ''}`)
+  process.exit(code)
 }
 
-/** After a usage error: the usage of the command it was about, or of them all. */
-function usageFor(argv: string[]): string {
-  const commands = commandsFor(argv.filter((a) => !a.startsWith('-')))
-  if (commands.length === 0) return usage()
-  const lines = commands.map((c) => `  plant-store ${c.name}${c.args ? ` ${c.args}` : ''}`)
-  return ['Usage:', ...lines, '', `More: plant-store ${argv[0]} --help`].join('\n')
+/** commander's message in the CLI's style: `unknown command "tokns" (did you mean "tokens"?)`. */
+function commanderMessage(error: CommanderError, words: string[]): string {
+  if (error.code === 'commander.help') {
+    const group = findCommand(program, words)
+    return group && group !== program
+      ? `${pathOf(group)} needs a command: ${group.commands.map((c) => c.name()).join(', ')}`
+      : 'a command is required'
+  }
+  const message = error.message
+    .replace(/^error: /, '')
+    .replace(/'([^']*)'/g, '"$1"')
+    .replace(/<([\w|]+)>/g, '$1')
+    .replace(/\.$/, '')
+  const choices = /value "(.*)" is invalid for argument "(.*)"\. Allowed choices are (.*)$/.exec(message)
+  if (choices) return `${choices[2]} must be one of ${choices[3]}, got "${choices[1]}"`
+  const required = /^required option "(.*)" not specified$/.exec(message)
+  if (required) return `${required[1]} is required`
+  return message.replace(/\n\(Did you mean (?:one of )?([^?]+)\?\)$/, (_, names: string) => {
+    const quoted = names.split(', ').map((name) => `"${name}"`)
+    return ` (did you mean ${quoted.join(' or ')}?)`
+  })
+}
+
+/** The usage of the command a wrong command line was about, or of them all. */
+function usageFor(words: string[]): string {
+  let command = program
+  for (const word of words) command = command.commands.find((c) => c.name() === word) ?? command
+  if (command === program) return usage(program)
+  const lines = (command.commands.length > 0 ? command.commands : [command]).map((c) =>
+    `  plant-store ${pathOf(c)} ${usageArgs(c)}`.trimEnd(),
+  )
+  return ['Usage:', ...lines, '', `More: plant-store ${pathOf(command)} --help`].join('\n')
 }
 
 watchStdout()
 const argv = process.argv.slice(2)
-main(argv)
+const words = argv.filter((word) => !word.startsWith('-'))
+const program = buildProgram(run, version())
+program
+  .parseAsync(argv, { from: 'user' })
   .then(async () => {
     // A running service's log lines go through its log destination, which counts what is lost.
     if (argv[0] === 'serve') return
@@ -103,24 +104,19 @@ main(argv)
     if (failure)
       throw new CommandError(`could not write to standard output: ${failure.code ?? failure.message}`)
   })
-  .catch((error: unknown) => {
-    if (
-      error instanceof UsageError ||
-      (error instanceof Error && error.name === 'TypeError' && 'code' in error)
-    ) {
-      printError(`plant-store: ${error.message}\n\n${usageFor(argv)}`)
-      process.exit(2)
+  .catch(async (error: unknown) => {
+    if (error instanceof CommanderError) {
+      // Help and --version: written to stdout already.
+      if (error.exitCode === 0) {
+        await stdoutFailed()
+        process.exit(0)
+      }
+      fail(commanderMessage(error, words), 2, usageFor(words))
     }
-    if (error instanceof ConfigError || error instanceof CommandError) {
-      printError(`plant-store: ${error.message}`)
-      process.exit(1)
-    }
+    if (error instanceof UsageError) fail(error.message, 2, usageFor(words))
+    if (error instanceof ConfigError || error instanceof CommandError) fail(error.message, 1)
     // Commands that open SQLite themselves (backup) meet a mismatched addon here.
     const mismatch = nativeAddonMismatch(error)
-    if (mismatch) {
-      printError(`plant-store: ${mismatch}`)
-      process.exit(1)
-    }
-    printError(`plant-store: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`)
-    process.exit(1)
+    if (mismatch) fail(mismatch, 1)
+    fail(error instanceof Error ? (error.stack ?? error.message) : String(error), 1)
   })

@@ -21,6 +21,11 @@ export const print = (line: string): void => {
   process.stdout.write(`${escapeControls(line)}\n`)
 }
 
+/** A line on standard output whose outside text is escaped already, and may hold colour. */
+export const printEscaped = (line: string): void => {
+  process.stdout.write(`${line}\n`)
+}
+
 /** A line on standard error (a message, a summary, an error). */
 export const printError = (line: string): void => {
   process.stderr.write(`${escapeControls(line)}\n`)

@@ -53,6 +53,10 @@ export const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`
 /** `1,234,567`. */
 export const count = (n: number): string => n.toLocaleString('en-US')
 
+/** `1 delivery`, `2 deliveries`, `1,000 plants`: a count with its noun agreeing. */
+export const counted = (n: number, singular: string, plural = `${singular}s`): string =>
+  `${count(n)} ${n === 1 ? singular : plural}`
+
 /** `45%` of `done` out of `total`; empty when the total is unknown. */
 export const percent = (done: number, total: number): string =>
   total > 0 ? `${Math.min(100, Math.floor((done / total) * 100))}%` : ''

@@ -1,6 +1,5 @@
 import cluster from 'node:cluster'
 import net from 'node:net'
-import { parseArgs } from 'node:util'
 import { type Config, ConfigError, loadConfig } from '../config.js'
 import { type Background, createServer, exitOnSignals } from '../server.js'
 import { openStorage } from '../storage/open.js'
@@ -17,8 +16,7 @@ import { announceNewStore, storeIsMissing } from './open-store.js'
  * one worker this process becomes a node:cluster primary and each worker (which re-runs this same
  * command) takes the path below.
  */
-export async function serveCommand(args: string[]): Promise<void> {
-  const { values } = parseArgs({ args, options: { workers: { type: 'string' } }, strict: true })
+export async function serveCommand(values: { workers?: string }): Promise<void> {
   const workers = parseWorkers(values.workers)
   // After the arguments: a wrong command line is a 2 whatever the store, and creates no store file.
   const config = loadConfig()

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto'
-import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.js'
 import { plantJson } from '../storage/plant-json.js'
 import { sendWebhook } from '../webhooks/send-webhook.js'
 import type { OpenStore } from './open-store.js'
 import { CommandError, print, printError, UsageError } from './output.js'
+import { counted } from './progress.js'
 
 /** How much of the receiver's answer `webhooks test` prints. */
 const ANSWER_BYTES = 4096
@@ -15,20 +15,20 @@ const ANSWER_BYTES = 4096
  * attempt, under its webhook-id, with the lease that keeps two instances from sending it twice.
  * Sending from here instead would race a worker and bypass the attempt history.
  */
-export async function retry(open: OpenStore, args: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    strict: true,
-    options: { failed: { type: 'boolean' } },
-  })
+export async function retry(
+  open: OpenStore,
+  positionals: string[],
+  values: { failed?: boolean },
+): Promise<void> {
   if ((values.failed === true) === positionals.length > 0)
     throw new UsageError('webhooks retry needs delivery IDs or --failed, not both')
   const ids = values.failed ? undefined : [...new Set(positionals)]
   const requeued = await (await open()).requeueFailedDeliveries(ids, new Date())
   for (const id of requeued) print(`requeued ${id}`)
   printError(
-    `${requeued.length} deliveries are due now; a running \`plant-store serve\` sends them within WEBHOOK_POLL_MS`,
+    requeued.length === 1
+      ? '1 delivery is due now; a running `plant-store serve` sends it within WEBHOOK_POLL_MS'
+      : `${counted(requeued.length, 'delivery', 'deliveries')} are due now; a running \`plant-store serve\` sends them within WEBHOOK_POLL_MS`,
   )
   const missed = (ids ?? []).filter((id) => !requeued.includes(id))
   if (missed.length > 0) {
@@ -43,10 +43,7 @@ export async function retry(open: OpenStore, args: string[]): Promise<void> {
  * by the worker's own send function (same headers, timeout and destination rules), now. It is not
  * stored: its webhook-id starts `msg_test_` and its plant does not exist.
  */
-export async function sendTest(open: OpenStore, args: string[]): Promise<void> {
-  const { positionals } = parseArgs({ args, allowPositionals: true, strict: true })
-  const id = positionals[0]
-  if (!id || positionals.length > 1) throw new UsageError('webhooks test needs exactly one SUBSCRIPTION_ID')
+export async function sendTest(open: OpenStore, id: string): Promise<void> {
   const config = loadConfig()
   const subscription = (await (await open()).listSubscriptions()).find((s) => s.id === id)
   if (!subscription) throw new CommandError(`no webhook subscription with id ${id}`)

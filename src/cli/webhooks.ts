@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util'
 import { randomBase62 } from '../auth/token-format.js'
 import { loadConfig } from '../config.js'
 import type { Delivery, DeliveryAttempt } from '../storage/storage.js'
@@ -6,7 +5,6 @@ import type { OpenStore } from './open-store.js'
 import { literalRefusal } from '../webhooks/destination-policy.js'
 import { generateWebhookSecret } from '../webhooks/signer.js'
 import { CommandError, print, printError, printSecret, table, UsageError } from './output.js'
-import { retry, sendTest } from './webhook-tools.js'
 
 const DEFAULT_DELIVERY_LIMIT = 50
 /** Attempts shown per delivery, newest first: enough to see how a failure changed. */
@@ -107,10 +105,8 @@ function wholeNumber(option: string, raw: string, min: number, max: number): num
   return Number(raw)
 }
 
-async function add(open: OpenStore, args: string[]): Promise<void> {
-  const { positionals } = parseArgs({ args, allowPositionals: true, strict: true })
-  const raw = positionals[0]
-  if (!raw || positionals.length > 1) throw new UsageError('webhooks add needs exactly one URL')
+/** `webhooks add URL`. */
+export async function addSubscription(open: OpenStore, raw: string): Promise<void> {
   const url = parseSubscriberUrl(raw, loadConfig().webhookAllowPrivate)
   const id = `sub_${randomBase62(16)}`
   const secret = generateWebhookSecret()
@@ -130,8 +126,8 @@ async function add(open: OpenStore, args: string[]): Promise<void> {
     )
 }
 
-async function list(open: OpenStore, args: string[]): Promise<void> {
-  const { values } = parseArgs({ args, options: { json: { type: 'boolean' } }, strict: true })
+/** `webhooks list`. */
+export async function listSubscriptions(open: OpenStore, values: { json?: boolean }): Promise<void> {
   // Never the secret.
   const subscriptions = (await (await open()).listSubscriptions()).map((s) => ({
     id: s.id,
@@ -145,26 +141,18 @@ async function list(open: OpenStore, args: string[]): Promise<void> {
   print(table(subscriptions, ['id', 'url', 'created']))
 }
 
-async function remove(open: OpenStore, args: string[]): Promise<void> {
-  const { positionals } = parseArgs({ args, allowPositionals: true, strict: true })
-  const id = positionals[0]
-  if (!id || positionals.length > 1) throw new UsageError('webhooks remove needs exactly one subscription ID')
+/** `webhooks remove ID`. */
+export async function removeSubscription(open: OpenStore, id: string): Promise<void> {
   if (!(await (await open()).removeSubscription(id)))
     throw new CommandError(`no webhook subscription with id ${id}`)
   print(`removed ${id}`)
 }
 
-async function deliveries(open: OpenStore, args: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args,
-    options: {
-      failed: { type: 'boolean' },
-      limit: { type: 'string' },
-      attempts: { type: 'string' },
-      json: { type: 'boolean' },
-    },
-    strict: true,
-  })
+/** `webhooks deliveries`. */
+export async function listDeliveries(
+  open: OpenStore,
+  values: { failed?: boolean; limit?: string; attempts?: string; json?: boolean },
+): Promise<void> {
   const limit =
     values.limit === undefined ? DEFAULT_DELIVERY_LIMIT : wholeNumber('--limit', values.limit, 1, 1000)
   const each =
@@ -204,15 +192,4 @@ async function deliveries(open: OpenStore, args: string[]): Promise<void> {
       'nextAttempt',
     ]),
   )
-}
-
-export async function webhooksCommand(open: OpenStore, args: string[]): Promise<void> {
-  const [action, ...rest] = args
-  if (action === 'add') return add(open, rest)
-  if (action === 'list') return list(open, rest)
-  if (action === 'remove') return remove(open, rest)
-  if (action === 'deliveries') return deliveries(open, rest)
-  if (action === 'retry') return retry(open, rest)
-  if (action === 'test') return sendTest(open, rest)
-  throw new UsageError(`unknown webhooks command "${action ?? ''}"`)
 }

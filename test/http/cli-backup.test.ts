@@ -7,7 +7,6 @@ import { describe, it } from 'node:test'
 import Database from 'better-sqlite3'
 import {
   canRunSuite,
-  cliPath,
   createToken,
   runCli,
   serviceEnv,
@@ -17,6 +16,7 @@ import {
   testStores,
 } from '../helpers.js'
 import { request } from '../http-client.js'
+import { onTerminal } from './terminal.js'
 
 describe('backup (sqlite)', () => {
   it('copies the store while the service takes writes: integrity ok, every acknowledged plant in it', async (t) => {
@@ -132,30 +132,16 @@ describe('shell completion', () => {
     assert.equal(script.code, 0, script.stderr)
     assert.match(script.stdout, /^#compdef plant-store\n/)
     assert.match(script.stdout, /compdef _plant_store plant-store/)
-    assert.match(script.stdout, /"webhooks retry"\) choices=\(--failed --help\) ;;/)
-    const fish = await runCli(['completion', 'fish'], {})
-    assert.equal(fish.code, 2)
-    assert.match(fish.stderr, /completion needs one shell: bash or zsh/)
+    assert.match(script.stdout, /"webhooks retry"\) choices=\(--failed --help\); kind="delivery" ;;/)
+    const other = await runCli(['completion', 'tcsh'], {})
+    assert.equal(other.code, 2)
+    assert.match(other.stderr, /^plant-store: SHELL must be one of bash, zsh, fish, got "tcsh"\n/)
   })
 })
 
-/** Runs the CLI under script(1), whose pseudo-terminal makes stderr a terminal. */
-function onTerminal(args: string[], env: Record<string, string>): Promise<string> {
-  const command = [
-    'env',
-    ...Object.entries(env).map(([k, v]) => `${k}=${v}`),
-    process.execPath,
-    cliPath,
-    ...args,
-  ]
-  const quoted = command.map((word) => `'${word.replaceAll("'", "'\\''")}'`).join(' ')
-  return new Promise((resolve, reject) =>
-    // The terminal's erase-line sequence shown as <clear>, so the expectations stay readable.
-    execFile('script', ['-qec', quoted, '/dev/null'], (error, stdout) =>
-      error ? reject(error) : resolve(stdout.replaceAll('\u001b[2K', '<clear>')),
-    ),
-  )
-}
+/** The terminal's erase-line sequence shown as <clear>, so the expectations stay readable. */
+const onScreen = async (args: string[], env: Record<string, string>) =>
+  (await onTerminal(args, env)).replaceAll('\u001b[2K', '<clear>')
 
 const hasScript = spawnSync('script', ['--version']).status === 0
 if (
@@ -167,20 +153,20 @@ if (
       const env = { PLANT_STORE_DB: path.join(folder, 'plants.db') }
       const file = path.join(folder, 'in.ndjson')
       fs.writeFileSync(file, Array.from({ length: 30_000 }, (_, i) => `{"id":${i},"name":"p"}\n`).join(''))
-      const imported = await onTerminal(['import', file], env)
+      const imported = await onScreen(['import', file], env)
       assert.match(imported, /\r<clear>importing: [\d,]+ lines, \d+%/)
       assert.match(imported, /imported: 30,000 created/)
       const out = path.join(folder, 'out.ndjson')
-      assert.match(await onTerminal(['export', out], env), /\r<clear>exporting: 30,000 plants in [\d.]+ s/)
+      assert.match(await onScreen(['export', out], env), /\r<clear>exporting: 30,000 plants in [\d.]+ s/)
       assert.match(
-        await onTerminal(['backup', path.join(folder, 'copy.db')], env),
+        await onScreen(['backup', path.join(folder, 'copy.db')], env),
         /\r<clear>backing up .*: \d+ of \d+ pages, \d+%/,
       )
       assert.match(
-        await onTerminal(['migrate'], env),
+        await onScreen(['migrate'], env),
         /migrate: opening the store and applying pending migrations/,
       )
-      const fresh = await onTerminal(['migrate'], { PLANT_STORE_DB: path.join(folder, 'fresh.db') })
+      const fresh = await onScreen(['migrate'], { PLANT_STORE_DB: path.join(folder, 'fresh.db') })
       assert.match(fresh, /\r<clear>migrate: applying migration 4 \(webhook attempt history\)\.\.\./)
       assert.match(fresh, /\r<clear>created a new SQLite store at .*fresh\.db\r?\n/, 'on a line of its own')
       assert.match(fresh, /migrate: done in [\d.]+ s/)

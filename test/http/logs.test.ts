@@ -63,13 +63,33 @@ describe('logs', () => {
     assert.equal(await warning(await serviceEnv('sqlite', { TRUST_PROXY: '127.0.0.1' })), undefined)
   })
 
-  it('LOG_FORMAT=pretty writes pino-pretty text', async () => {
-    const service = await spawnService(await serviceEnv('sqlite', { LOG_FORMAT: 'pretty' }))
-    assert.equal((await request('GET', `${service.url}/healthz`)).status, 200)
+  it('LOG_FORMAT=pretty writes pino-pretty text, one line per request, without colour into a pipe', async () => {
+    // CI set: colour libraries take it as leave to colour a pipe, which a log file must never get.
+    const service = await spawnService(
+      await serviceEnv('sqlite', { LOG_FORMAT: 'pretty', CI: 'true', GITHUB_ACTIONS: 'true' }),
+    )
+    const requests = 5
+    for (let i = 0; i < requests; i++)
+      assert.equal(
+        (await request('GET', `${service.url}/healthz`, { headers: { 'x-request-id': `r${i}` } })).status,
+        200,
+      )
     assert.equal(await stopService(service), 0)
     const output = service.output()
     assert.match(output, /^\[\d{2}:\d{2}:\d{2}\.\d{3}\] INFO: store: SQLite file \//m)
-    assert.match(output, /INFO: request\n(\s+\w+: .+\n)*\s+route: "\/healthz"/)
     assert.ok(!output.split('\n').some((line) => line.startsWith('{')), 'no JSON line')
+    assert.ok(!output.includes('\u001b['), 'no colour into a pipe')
+    // Each request is one line holding what the JSON line holds; nothing of it on lines of its own.
+    const lines = output.split('\n').filter((line) => line.includes('/healthz'))
+    assert.equal(lines.length, requests, lines.join('\n'))
+    for (const [i, line] of lines.entries()) {
+      assert.match(
+        line,
+        new RegExp(
+          `^\\[[\\d:.]+\\] INFO: request GET /healthz 200 [\\d.]+ ms .*reqId=r${i}.*client=127\\.0\\.0\\.1.*route=/healthz`,
+        ),
+      )
+    }
+    assert.doesNotMatch(output, /^ +(reqId|client|route|status): /m)
   })
 })

@@ -49,7 +49,7 @@ export async function backupSqliteStore(
     // link(2), unlike rename(2), fails (EEXIST) when anything, a dangling symlink too, is at destination.
     fs.linkSync(partial, destination)
     fs.unlinkSync(partial)
-    syncFolder(path.dirname(destination))
+    syncPath(path.dirname(destination), 'r')
     return { pages: totalPages, bytes: fs.statSync(destination).size }
   } catch (error) {
     fs.rmSync(partial, { force: true })
@@ -68,17 +68,12 @@ function checkCopy(file: string): void {
   } finally {
     copy.close()
   }
-  const fd = fs.openSync(file, 'r+')
-  try {
-    fs.fsyncSync(fd)
-  } finally {
-    fs.closeSync(fd)
-  }
+  syncPath(file, 'r+')
 }
 
-/** Makes the rename itself durable. */
-function syncFolder(folder: string): void {
-  const fd = fs.openSync(folder, 'r')
+/** fsync(2) of a file (`r+`) or of a folder (`r`), which makes a rename or link in it durable. */
+export function syncPath(target: string, flags: 'r' | 'r+'): void {
+  const fd = fs.openSync(target, flags)
   try {
     fs.fsyncSync(fd)
   } finally {
