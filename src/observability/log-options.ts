@@ -1,7 +1,7 @@
 import type pino from 'pino'
 import type { LoggerOptions } from 'pino'
 import type { Config } from '../config.js'
-import { stdoutLog } from '../http/log-destination.js'
+import { stdoutLog } from './log-destination.js'
 import { isoTime } from './iso-time.js'
 
 /** Never logged: a token in an Authorization header that a line might carry. */
