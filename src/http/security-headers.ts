@@ -1,7 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 
 /** `/plants`, `/plants/...` and `/plants?...`: answers that hold (or deny) stored data. */
-export const isPlantsPath = (url: string) => /^\/plants(?:[/?]|$)/.test(url)
+export const isPlantsPath = (url: string): boolean =>
+  url.startsWith('/plants') && (url.length === 7 || url[7] === '/' || url[7] === '?')
 
 /**
  * Headers every answer carries: `nosniff`, so a browser never runs an answer as something other

@@ -1,5 +1,5 @@
 /**
- * OpenTelemetry tracing, imported only by tracing.ts's startTracing. The SDK packages are
+ * OpenTelemetry tracing, imported only by start-tracing.ts. The SDK packages are
  * imported dynamically here too (and kept out of the bundle, scripts/bundle.mjs), so that the
  * bundle never loads them unless tracing is on. The exporter, sampler and batching read the
  * standard OTEL_* variables themselves (docs/observability.md).

@@ -1,5 +1,4 @@
 import type { FastifyRequest } from 'fastify'
-import type { Config } from '../config.js'
 import type { LeasedDelivery, Storage } from '../storage/storage.js'
 
 /** What a span needs of one webhook send's outcome (webhooks/send-webhook.ts's SendOutcome). */
@@ -14,9 +13,8 @@ export interface RequestSpan {
 }
 
 /**
- * What the OpenTelemetry module (otel.ts) gives the app and the webhook worker once loaded. This
- * file imports nothing of OpenTelemetry, so that a service without OTEL_EXPORTER_OTLP_ENDPOINT
- * never loads the SDK.
+ * What the OpenTelemetry module (otel.ts) gives the app and the webhook worker once loaded
+ * (start-tracing.ts). This file imports nothing of OpenTelemetry.
  */
 export interface Tracing {
   /** A server span, parented by the request's `traceparent` when a TRUST_PROXY peer sent it. */
@@ -32,14 +30,4 @@ export interface Tracing {
   webhookSend<T extends SentWebhook>(delivery: LeasedDelivery, send: () => Promise<T>): Promise<T>
   /** Exports the spans still buffered; a Background of the server. */
   stop(): Promise<void>
-}
-
-/** Loads and starts the SDK when the configuration asks for tracing; otherwise imports nothing. */
-export async function startTracing(
-  config: Pick<Config, 'tracing' | 'trustProxy'>,
-  believed: (peer: string) => boolean,
-): Promise<Tracing | undefined> {
-  if (!config.tracing) return undefined
-  const { createTracing } = await import('./otel.js')
-  return createTracing(believed)
 }
