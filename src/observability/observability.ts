@@ -54,8 +54,8 @@ type Observed = FastifyRequest & { [counted]?: boolean; [spanOf]?: RequestSpan }
  * One observation per request: started in one onRequest hook (the X-Request-Id answer header, the
  * in-flight count, the span), written in one onResponse hook (the request line, the request
  * metrics, the span's end). Each part is on only when configured: the line at LOG_LEVEL info or
- * below, the metrics with METRICS, the span with tracing. Costs per request, as shipped: about
- * N instructions (bench/instructions.sh, docs/performance.md).
+ * below, the metrics with METRICS, the span with tracing. What each costs per request is in
+ * docs/performance.md#where-a-requests-instructions-go (bench/instructions.sh).
  */
 function observability(app: FastifyInstance, options: ObservabilityOptions, next: () => void): void {
   const { metrics, tracing } = options
