@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // CPU time per request line: the service's JSON logging (src/observability/log-options.ts and
-// src/http/log-destination.ts) against pino's defaults as the service had them (one synchronous write per line,
+// src/observability/log-destination.ts) against pino's defaults as the service had them (one synchronous write per line,
 // epoch times, numeric levels), each writing the same lines into a file, in bursts of BURST per
 // turn of the event loop, as a busy server finishes several requests per turn.
 // Usage: node bench/log-line-cost.mjs [lines] [burst]   (build first: npm run build)
@@ -9,7 +9,7 @@ import os from 'node:os'
 import path from 'node:path'
 import pino from 'pino'
 import { loggerOptions } from '../dist/src/observability/log-options.js'
-import { LogDestination } from '../dist/src/http/log-destination.js'
+import { LogDestination } from '../dist/src/observability/log-destination.js'
 
 const lines = Number(process.argv[2] ?? 200_000)
 const burst = Number(process.argv[3] ?? 8)

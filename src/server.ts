@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { buildApp } from './app.js'
+import { type AppOptions, buildApp } from './app.js'
 import type { Config } from './config.js'
 import { silentConnectionCloser } from './http/drain.js'
 import type { Storage } from './storage/storage.js'
@@ -21,9 +21,10 @@ export async function createServer(
   config: Config,
   storage: Storage,
   background: Background[] = [],
+  options: Omit<AppOptions, 'draining'> = {},
 ): Promise<RunningServer> {
   let stopping: Promise<void> | undefined
-  const app = await buildApp(config, storage, { draining: () => stopping !== undefined })
+  const app = await buildApp(config, storage, { ...options, draining: () => stopping !== undefined })
   const closeSilentConnections = silentConnectionCloser(app.server)
 
   const shutdown = (reason: string) => {
@@ -65,8 +66,9 @@ export async function startServer(
   config: Config,
   storage: Storage,
   background: Background[] = [],
+  options: Omit<AppOptions, 'draining'> = {},
 ): Promise<RunningServer> {
-  const server = await createServer(config, storage, background)
+  const server = await createServer(config, storage, background, options)
   await server.listen()
   return server
 }

@@ -7,7 +7,8 @@ import { DeliveryWorker } from '../webhooks/delivery-worker.js'
 import { answerClusterScrapes, startMetricsServer } from '../observability/metrics-server.js'
 import { commitObserver } from '../observability/metrics.js'
 import { storeLocation } from '../observability/store-location.js'
-import { startTracing } from '../observability/trace-hooks.js'
+import { startTracing } from '../observability/start-tracing.js'
+import { proxyTrust } from '../http/client-address.js'
 import { parseWorkers, primaryLogger, runCluster, STORE_FAILED } from './cluster.js'
 import { announceNewStore, storeIsMissing } from './open-store.js'
 
@@ -36,18 +37,19 @@ export async function serveCommand(values: { workers?: string }): Promise<void> 
   }
   // A worker answers the primary's scrapes from the start, so none waits on one still starting.
   if (config.metricsPort !== undefined && cluster.isWorker) answerClusterScrapes()
-  const tracing = await startTracing(config)
+  const trusted = proxyTrust(config.trustProxy)
+  const tracing = await startTracing(config, (peer) => trusted(peer, 0))
   const storage = tracing ? tracing.traceStorage(opened) : opened
   // The shutdown reads this list when it runs, so the worker (which needs the app's logger) can
   // join it after creation; shutdown stops it after HTTP and before the store closes.
   const background: Background[] = []
-  const server = await createServer(config, storage, background)
+  const server = await createServer(config, storage, background, { tracing })
   // Handlers go in before the port opens: a signal right after "listening" must still drain.
   exitOnSignals(server)
   // Joined now, so that a signal during listen stops it; started once the port is open, so that a
   // process that cannot listen does not log a worker it never ran (a shutdown stops it before start).
   const worker = config.webhookWorker
-    ? new DeliveryWorker({ storage, config, logger: server.app.log })
+    ? new DeliveryWorker({ storage, config, logger: server.app.log, tracing })
     : undefined
   if (worker) background.push(worker)
   if (tracing) background.push(tracing)

@@ -51,7 +51,7 @@ export const ENV_SCHEMA = {
       'x-empty': 'unset it to use the SQLite file, or give a postgres:// URL',
       title: 'postgres://... selects PostgreSQL instead of the SQLite file',
       description:
-        'a `postgres://` or `postgresql://` URL selects PostgreSQL instead of SQLite; libpq\'s host list (`h1:5432,h2:5432`, each port 1 to 65535) and `target_session_attrs` (`any`, `read-write`, `read-only`, `primary`, `standby`, `prefer-standby`) are read ([postgresql.md](postgresql.md#several-hosts-and-failover)); set but empty, it is refused',
+        "a `postgres://` or `postgresql://` URL selects PostgreSQL instead of SQLite; libpq's host list (`h1:5432,h2:5432`, each port 1 to 65535) and `target_session_attrs` (`any`, `read-write`, `read-only`, `primary`, `standby`, `prefer-standby`) are read ([postgresql.md](postgresql.md#several-hosts-and-failover)); set but empty, it is refused",
     },
     DB_POOL_SIZE: {
       type: 'integer',
@@ -73,7 +73,7 @@ export const ENV_SCHEMA = {
       'x-group': 'general',
       title: 'PostgreSQL statement timeout',
       description:
-        'PostgreSQL statement timeout (100 to 3,600,000); a statement cancelled by it is a 503 with `Retry-After`. Each request\'s store calls together end by this plus 1 s from its arrival (a frozen or partitioned server never sends the cancel), retries during a failover included; a write that times out may still commit, so retry it (creates are idempotent)',
+        "PostgreSQL statement timeout (100 to 3,600,000); a statement cancelled by it is a 503 with `Retry-After`. Each request's store calls together end by this plus 1 s from its arrival (a frozen or partitioned server never sends the cancel), retries during a failover included; a write that times out may still commit, so retry it (creates are idempotent)",
     },
     SQLITE_SYNC: {
       type: 'string',

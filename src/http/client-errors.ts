@@ -3,7 +3,7 @@ import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import { type ErrorCode, errorCatalog } from '../errors.js'
-import { isLevelEnabled } from './lazy-request-logger.js'
+import { isLevelEnabled } from '../observability/lazy-request-logger.js'
 import { securityHeaders } from './security-headers.js'
 import { stopLingering } from './lingering-close.js'
 
@@ -115,7 +115,7 @@ function afterAnswersInProgress(socket: HttpSocket, then: () => void): void {
 
 /**
  * Writes an Error-shape answer straight to a socket no Fastify reply owns, then closes it: after
- * a parser error the next request cannot be framed, and after a CONNECT (connect.ts) the client
+ * a parser error the next request cannot be framed, and after a CONNECT (routes/connect.ts) the client
  * sends tunnel bytes, not HTTP. `headers` values are sent as is: only values the server made.
  */
 export function answerOnSocket(

@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import proxyAddr from '@fastify/proxy-addr'
 import { openFileLimit, refusalReserve } from '../descriptor-budget.js'
 import { ApiError } from '../errors.js'
@@ -26,12 +26,16 @@ type CappedSocket = Socket & { [refused]?: RefusalKind }
 /**
  * Caps open connections in all and per client address (IPv6 by /64, as the failed-auth limit
  * counts). A connection over a cap is not closed unread: Node's parser reads its request head, the
- * first onRequest hook answers it 503 in the Error shape with Retry-After and Connection: close, as
- * nginx's limit_conn does, and it closes; one that sends no head within REFUSED_HEAD_MS is closed.
- * Only past the cap and a reserve of descriptors for those answers does Node close connections
- * before reading them. Costs one symbol read per request.
+ * request checks (http/request-checks.ts) answer it 503 in the Error shape with Retry-After and
+ * Connection: close, as nginx's limit_conn does, and it closes; one that sends no head within
+ * REFUSED_HEAD_MS is closed. Only past the cap and a reserve of descriptors for those answers does
+ * Node close connections before reading them. Returns the refusal of a request on such a
+ * connection: one symbol read per request.
  */
-export function limitConnections(app: FastifyInstance, limits: ConnectionLimits): void {
+export function limitConnections(
+  app: FastifyInstance,
+  limits: ConnectionLimits,
+): (request: FastifyRequest) => ApiError | undefined {
   const server = app.server
   server.maxConnections = limits.max + refusalReserve(openFileLimit())
   server.on('drop', () => noteRefusal('connections'))
@@ -68,16 +72,16 @@ export function limitConnections(app: FastifyInstance, limits: ConnectionLimits)
       else perKey.set(key, left)
     })
   })
-  app.addHook('onRequest', (request, _reply, done) => {
+  return (request) => {
     const kind = (request.raw.socket as CappedSocket | null)?.[refused]
-    if (kind === undefined) return done()
+    if (kind === undefined) return undefined
     const message =
       kind === 'connections'
         ? `the service holds as many connections as it may (${limits.max}); this one is closed; retry after ${RETRY_AFTER_S} s`
         : `this client address holds as many connections as it may (${perAddress}); this one is closed; retry after ${RETRY_AFTER_S} s`
     const headers = { 'retry-after': String(RETRY_AFTER_S), connection: 'close' }
-    done(new ApiError('TOO_MANY_CONNECTIONS', message, { headers }))
-  })
+    return new ApiError('TOO_MANY_CONNECTIONS', message, { headers })
+  }
 }
 
 function refuse(socket: CappedSocket, kind: RefusalKind): void {

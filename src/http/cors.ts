@@ -1,5 +1,6 @@
 import cors, { type FastifyCorsOptions } from '@fastify/cors'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
 import { isPlantsPath } from './security-headers.js'
 
 /**
@@ -29,3 +30,8 @@ export async function registerCors(app: FastifyInstance, origins: readonly strin
     },
   })
 }
+
+export default fp(
+  (app: FastifyInstance, { origins }: { origins: readonly string[] }) => registerCors(app, origins),
+  { name: 'cors' },
+)

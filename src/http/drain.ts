@@ -1,11 +1,19 @@
 import type { IncomingMessage, Server } from 'node:http'
 import type { Socket } from 'node:net'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 
 const requestsSeen = Symbol('requestsSeen')
 const position = Symbol('positionOnItsConnection')
 type CountingSocket = Socket & { [requestsSeen]?: number }
 type NumberedRequest = IncomingMessage & { [position]?: number }
+
+/** Numbers a request on its connection, for `closeWhenLast`; costs two property writes. */
+export function numberOnConnection(request: FastifyRequest): void {
+  const socket = request.raw.socket as CountingSocket
+  const seen = (socket[requestsSeen] ?? 0) + 1
+  socket[requestsSeen] = seen
+  ;(request.raw as NumberedRequest)[position] = seen
+}
 
 /**
  * During a drain the answer to the last request a connection has sent says `Connection: close`,
@@ -13,25 +21,13 @@ type NumberedRequest = IncomingMessage & { [position]?: number }
  * it). Such an answer said keep-alive, the server closed the idle socket a moment later, and a
  * client that reused it then lost its next request to a reset instead of opening a new connection.
  * An answer with requests pipelined behind it stays keep-alive, so that those are still answered;
- * answers leave in request order, whatever order they are ready in. Install this before any other
- * onRequest hook: one that fails would skip the numbering.
+ * answers leave in request order, whatever order they are ready in. The numbering runs in the
+ * first onRequest hook, before any that could fail and skip it (http/protocol.ts).
  */
-export function closeConnectionsWhileDraining(app: FastifyInstance, draining: () => boolean): void {
-  app.addHook('onRequest', (request, _reply, done) => {
-    const socket = request.raw.socket as CountingSocket
-    const seen = (socket[requestsSeen] ?? 0) + 1
-    socket[requestsSeen] = seen
-    ;(request.raw as NumberedRequest)[position] = seen
-    done()
-  })
-  app.addHook('onSend', (request, reply, payload, done) => {
-    if (draining()) {
-      const last = (request.raw.socket as CountingSocket)[requestsSeen]
-      const mine = (request.raw as NumberedRequest)[position]
-      if (mine === undefined || mine === last) reply.header('connection', 'close')
-    }
-    done(null, payload)
-  })
+export function closeWhenLast(request: FastifyRequest, reply: FastifyReply): void {
+  const last = (request.raw.socket as CountingSocket)[requestsSeen]
+  const mine = (request.raw as NumberedRequest)[position]
+  if (mine === undefined || mine === last) reply.header('connection', 'close')
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { errorCatalog } from '../errors.js'
-import { logRequestLine, requestIdFrom } from './request-logging.js'
+import { logRequestLine, requestIdFrom } from '../observability/request-line.js'
 import { securityHeaders } from './security-headers.js'
 
 /**

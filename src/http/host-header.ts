@@ -1,6 +1,6 @@
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
-import { refuseBeforeRouting } from './unrouted.js'
+import { refuseBeforeRouting } from '../observability/route-label.js'
 
 /**
  * RFC 3986 reg-name (which covers IPv4) or a bracketed IPv6 address, with an optional port that a
@@ -25,32 +25,24 @@ const SINGLE_FIELDS: Record<number, { lower: string; shown: string; bit: number 
 }
 
 /**
- * An onRequest hook for RFC 9112 3.2: a request with a Host that is not a plain host[:port] is a
+ * The request checks' (request-checks.ts) refusal for RFC 9112 3.2: a request with a Host that is not a plain host[:port] is a
  * 400, and so is an HTTP/1.1 request without one (HTTP/1.0 may omit it), and a request with more
  * than one Host, Authorization or Content-Type line. Node would answer the missing Host itself
  * with an empty 400 (the server sets requireHostHeader false so that this answers it in the
  * Error shape) and keeps only the first of several.
  */
-export function requireHost(
-  request: FastifyRequest,
-  _reply: FastifyReply,
-  done: (error?: Error) => void,
-): void {
+export function hostRefusal(request: FastifyRequest): Error | undefined {
   const { host } = request.headers
   if (host === undefined) {
     const { httpVersionMajor, httpVersionMinor } = request.raw
-    return done(
-      httpVersionMajor === 1 && httpVersionMinor === 0
-        ? undefined
-        : refuseBeforeRouting(request, hostError('is required in HTTP/1.1')),
-    )
+    return httpVersionMajor === 1 && httpVersionMinor === 0
+      ? undefined
+      : refuseBeforeRouting(request, hostError('is required in HTTP/1.1'))
   }
   if (!PLAIN_HOST.test(host))
-    return done(
-      refuseBeforeRouting(
-        request,
-        hostError('must be a host name or address, with an optional port of 0-65535'),
-      ),
+    return refuseBeforeRouting(
+      request,
+      hostError('must be a host name or address, with an optional port of 0-65535'),
     )
   const raw = request.raw.rawHeaders
   let seen = 0
@@ -58,10 +50,10 @@ export function requireHost(
     const name = raw[i] as string
     const single = SINGLE_FIELDS[name.length]
     if (single === undefined || name.toLowerCase() !== single.lower) continue
-    if (seen & single.bit) return done(refuseBeforeRouting(request, sentTwice(single.shown)))
+    if (seen & single.bit) return refuseBeforeRouting(request, sentTwice(single.shown))
     seen |= single.bit
   }
-  done()
+  return undefined
 }
 
 const sentTwice = (field: string) =>

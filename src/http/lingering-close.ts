@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { PassThrough } from 'node:stream'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 
 /** How long, and how many more bytes, an answered request's unread body is read and discarded. */
 export interface LingerBounds {
@@ -36,24 +36,28 @@ const hasBody = (req: IncomingMessage) =>
  * ends and Node closes the connection. A body that has arrived by the next turn of the event loop
  * (a small one, in the same packets as the headers) needs none of this: the connection stays open.
  */
-export function installLingeringClose(app: FastifyInstance, bounds: LingerBounds): void {
-  app.addHook('onSend', (request, reply, payload, done) => {
-    const req = request.raw
-    if (req.complete || !hasBody(req) || reply.raw.headersSent) return done(null, payload)
-    const socket = req.socket as LingeringSocket
-    let decided = false
-    const send = (linger: boolean) => {
-      if (decided) return
-      decided = true
-      delete socket[lingering]
-      done(null, linger ? lingeringPayload(request, reply, payload, bounds) : payload)
-    }
-    socket[lingering] = () => {
-      reply.header('connection', 'close')
-      send(false)
-    }
-    setImmediate(() => send(!(req.complete || req.destroyed)))
-  })
+export function lingerIfBodyUnread(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  payload: unknown,
+  done: (error: null, payload: unknown) => void,
+  bounds: LingerBounds,
+): void {
+  const req = request.raw
+  if (req.complete || !hasBody(req) || reply.raw.headersSent) return done(null, payload)
+  const socket = req.socket as LingeringSocket
+  let decided = false
+  const send = (linger: boolean) => {
+    if (decided) return
+    decided = true
+    delete socket[lingering]
+    done(null, linger ? lingeringPayload(request, reply, payload, bounds) : payload)
+  }
+  socket[lingering] = () => {
+    reply.header('connection', 'close')
+    send(false)
+  }
+  setImmediate(() => send(!(req.complete || req.destroyed)))
 }
 
 /** The answer as a stream that ends once the unread body has ended or a bound is reached. */

@@ -1,6 +1,6 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { getHeapStatistics } from 'node:v8'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Config } from '../config.js'
 import { ApiError } from '../errors.js'
 import { countSampleFailure } from '../observability/metrics.js'
@@ -67,13 +67,17 @@ export class PressureSampler {
 /**
  * Load shedding: once a second PressureSampler samples the event loop's mean delay and the heap
  * in use; while one is past its threshold every request but NEVER_SHED's is answered 503 in the
- * Error shape with Retry-After, before any work (authentication included) is done. Costs two
- * comparisons per request.
+ * Error shape with Retry-After, before any work (authentication included) is done. Returns that
+ * check (http/request-checks.ts runs it), which costs two comparisons per request, or undefined
+ * when both thresholds are 0.
  */
-export function registerLoadShedding(app: FastifyInstance, config: Config): void {
+export function loadShedding(
+  app: FastifyInstance,
+  config: Config,
+): ((request: FastifyRequest) => ApiError | undefined) | undefined {
   const maxDelayMs = config.loadShedEventLoopDelayMs
   const maxHeapBytes = config.loadShedHeapMb * 1024 * 1024
-  if (maxDelayMs === 0 && maxHeapBytes === 0) return
+  if (maxDelayMs === 0 && maxHeapBytes === 0) return undefined
   const sampler = new PressureSampler((error) => {
     countSampleFailure()
     app.log.warn({ err: error }, 'load shedding could not take its sample; it keeps the previous one')
@@ -84,17 +88,15 @@ export function registerLoadShedding(app: FastifyInstance, config: Config): void
     sampler.stop()
     done()
   })
-  app.addHook('onRequest', (request, _reply, done) => {
+  return (request) => {
     const { eventLoopDelayMs, heapUsedBytes } = sampler.last
     const lags = maxDelayMs > 0 && eventLoopDelayMs > maxDelayMs
     const full = maxHeapBytes > 0 && heapUsedBytes > maxHeapBytes
-    if ((!lags && !full) || NEVER_SHED.has(request.routeOptions.url ?? '')) return done()
+    if ((!lags && !full) || NEVER_SHED.has(request.routeOptions.url ?? '')) return undefined
     noteRefusal('load-shed')
     const what = lags ? 'its event loop lags' : 'its memory is nearly full'
-    done(
-      new ApiError('OVERLOADED', `the service is overloaded (${what}); retry later`, {
-        headers: { 'retry-after': String(RETRY_AFTER_S) },
-      }),
-    )
-  })
+    return new ApiError('OVERLOADED', `the service is overloaded (${what}); retry later`, {
+      headers: { 'retry-after': String(RETRY_AFTER_S) },
+    })
+  }
 }

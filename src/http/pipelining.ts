@@ -1,5 +1,5 @@
 import type { Duplex } from 'node:stream'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 
 /** `upgrade` among the Connection header's options: with an Upgrade header, what Node's parser stops at. */
 const UPGRADE_TOKEN = /(?:^|,)\s*upgrade\s*(?:,|$)/i
@@ -15,27 +15,26 @@ const UPGRADE_TOKEN = /(?:^|,)\s*upgrade\s*(?:,|$)/i
  * connection was reset while it waited is never handled: nobody is left to hear the answer. (After
  * a mere FIN it is handled: the client may have only shut its sending side, see app.ts.)
  *
- * Install it right after the drain's numbering hook, before any hook that does work.
+ * Part of the first onRequest hook (http/protocol.ts), before any hook that does work.
  */
-export function handlePipelinedRequestsInOrder(app: FastifyInstance): void {
-  app.addHook('onRequest', (request, reply, done) => {
-    // Node's parser stops at a request asking to switch protocols and, with no upgrade handler,
-    // dropped whatever was pipelined behind it unread, leaving the connection open. Closing it
-    // after this answer tells the client that nothing behind it was taken (RFC 9112 9.3.2).
-    if (request.headers.upgrade !== undefined && UPGRADE_TOKEN.test(request.headers.connection ?? '')) {
-      reply.header('connection', 'close')
-    }
-    const response = reply.raw
-    // After an answer that closed the connection (Connection: close), Node still handed a request
-    // parsed behind it the ended socket: a create was stored and its answer lost. It is not handled.
-    const open = (socket: Duplex) => !socket.destroyed && !socket.writableEnded
-    if (response.socket) {
-      if (open(response.socket)) done()
-      return
-    }
-    // Node hands the socket on when the answer before is done, also after the connection closed.
-    response.once('socket', (socket) => {
-      if (open(socket)) done()
-    })
+// After an answer that closed the connection (Connection: close), Node still handed a request
+// parsed behind it the ended socket: a create was stored and its answer lost. It is not handled.
+const open = (socket: Duplex) => !socket.destroyed && !socket.writableEnded
+
+export function inRequestOrder(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
+  // Node's parser stops at a request asking to switch protocols and, with no upgrade handler,
+  // dropped whatever was pipelined behind it unread, leaving the connection open. Closing it
+  // after this answer tells the client that nothing behind it was taken (RFC 9112 9.3.2).
+  if (request.headers.upgrade !== undefined && UPGRADE_TOKEN.test(request.headers.connection ?? '')) {
+    reply.header('connection', 'close')
+  }
+  const response = reply.raw
+  if (response.socket) {
+    if (open(response.socket)) done()
+    return
+  }
+  // Node hands the socket on when the answer before is done, also after the connection closed.
+  response.once('socket', (socket) => {
+    if (open(socket)) done()
   })
 }

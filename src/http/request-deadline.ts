@@ -1,4 +1,6 @@
 import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import { named } from '../hook-order.js'
 import { inRequest } from '../storage/request-scope.js'
 
 declare module 'fastify' {
@@ -10,17 +12,26 @@ declare module 'fastify' {
 
 /**
  * Gives each request one store deadline, from its arrival (storage/request-scope.ts). Entered on
- * onRequest, for the token lookup, and again on preHandler, because reading a body runs its
- * callbacks outside the context. Costs two AsyncLocalStorage.run calls per request; installed only
- * for the PostgreSQL store, the one whose calls wait on a network.
+ * onRequest, before the token lookup, and again on preHandler, because reading a body runs its
+ * callbacks outside the context. Registered only for the PostgreSQL store, whose calls wait on a
+ * network; it costs two AsyncLocalStorage.run calls per request.
  */
-export function installRequestDeadline(app: FastifyInstance): void {
+function requestDeadline(app: FastifyInstance, _options: unknown, next: () => void): void {
   app.decorateRequest('receivedAt', 0)
-  app.addHook('onRequest', (request, _reply, done) => {
-    request.receivedAt = Date.now()
-    inRequest(request.receivedAt, done)
-  })
-  app.addHook('preHandler', (request, _reply, done) => {
-    inRequest(request.receivedAt, done)
-  })
+  app.addHook(
+    'onRequest',
+    named(app, 'request-deadline: start', (request, _reply, done) => {
+      request.receivedAt = Date.now()
+      inRequest(request.receivedAt, done)
+    }),
+  )
+  app.addHook(
+    'preHandler',
+    named(app, 'request-deadline: enter', (request, _reply, done) => {
+      inRequest(request.receivedAt, done)
+    }),
+  )
+  next()
 }
+
+export default fp(requestDeadline, { name: 'request-deadline', dependencies: ['observability'] })

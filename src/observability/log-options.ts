@@ -1,8 +1,8 @@
 import type pino from 'pino'
 import type { LoggerOptions } from 'pino'
 import type { Config } from '../config.js'
-import { stdoutLog } from '../http/log-destination.js'
 import { useColour } from '../colour.js'
+import { stdoutLog } from './log-destination.js'
 import { isoTime } from './iso-time.js'
 import { PRETTY_IGNORE, prettyMessage } from './pretty-line.js'
 

@@ -1,25 +1,25 @@
 /**
- * OpenTelemetry tracing, imported only by trace-hooks.ts's startTracing. The SDK packages are
+ * OpenTelemetry tracing, imported only by start-tracing.ts. The SDK packages are
  * imported dynamically here too (and kept out of the bundle, scripts/bundle.mjs), so that the
  * bundle never loads them unless tracing is on. The exporter, sampler and batching read the
  * standard OTEL_* variables themselves (docs/observability.md).
  */
 import type { Context, Span } from '@opentelemetry/api'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
-import type { Config } from '../config.js'
-import { proxyTrust } from '../http/client-address.js'
-import { loggedUrl } from '../http/request-logging.js'
+import type { FastifyRequest } from 'fastify'
 import type { Storage } from '../storage/storage.js'
-import type { Tracing } from './trace-hooks.js'
+import { loggedUrl } from './request-line.js'
+import type { RequestSpan, Tracing } from './tracing.js'
 
-const requestSpan = Symbol('request span')
-type Traced = FastifyRequest & { [requestSpan]?: { span: Span; context: Context } }
+interface Traced extends RequestSpan {
+  span: Span
+  context: Context
+}
 
 /**
- * `trustProxy` (TRUST_PROXY) names the peers whose `traceparent` is believed: a client's own would
- * choose its trace id, and with its sampled flag off (`-00`) hide its request from the traces.
+ * `believed` says whether a peer is one TRUST_PROXY names, whose `traceparent` is believed: a
+ * client's own would choose its trace id, and with its sampled flag off (`-00`) hide its request.
  */
-export async function createTracing(trustProxy: Config['trustProxy']): Promise<Tracing> {
+export async function createTracing(believedPeer: (peer: string) => boolean): Promise<Tracing> {
   const api = await import('@opentelemetry/api')
   const { NodeTracerProvider, BatchSpanProcessor } = await import('@opentelemetry/sdk-trace-node')
   const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http')
@@ -38,10 +38,9 @@ export async function createTracing(trustProxy: Config['trustProxy']): Promise<T
   // The AsyncLocalStorage context manager and the W3C traceparent propagator.
   provider.register()
   const tracer = trace.getTracer('plant-store')
-  const trusted = proxyTrust(trustProxy)
   const believed = (request: FastifyRequest) => {
     const peer = request.socket.remoteAddress
-    return peer !== undefined && trusted(peer, 0)
+    return peer !== undefined && believedPeer(peer)
   }
 
   const failed = (span: Span, error: unknown) => {
@@ -50,55 +49,39 @@ export async function createTracing(trustProxy: Config['trustProxy']): Promise<T
   }
 
   return {
-    instrument(app: FastifyInstance) {
-      app.addHook('onRequest', (request: Traced, _reply, done) => {
-        // Otherwise a root span, which the default sampler (parentbased_always_on) always keeps.
-        const parent = believed(request) ? propagation.extract(ROOT_CONTEXT, request.headers) : ROOT_CONTEXT
-        const span = tracer.startSpan(
-          request.method,
-          {
-            kind: SpanKind.SERVER,
-            attributes: {
-              'http.request.method': request.method,
-              'url.path': loggedUrl(request.url.split('?')[0]),
-              'plant_store.request_id': request.id,
-            },
+    startRequest(request) {
+      // Otherwise a root span, which the default sampler (parentbased_always_on) always keeps.
+      const parent = believed(request) ? propagation.extract(ROOT_CONTEXT, request.headers) : ROOT_CONTEXT
+      const span = tracer.startSpan(
+        request.method,
+        {
+          kind: SpanKind.SERVER,
+          attributes: {
+            'http.request.method': request.method,
+            'url.path': loggedUrl(request.url.split('?')[0]),
+            'plant_store.request_id': request.id,
           },
-          parent,
-        )
-        const active = trace.setSpan(parent, span)
-        request[requestSpan] = { span, context: active }
-        context.with(active, done)
-      })
-      // The handler runs from the body parser's callbacks, outside the context onRequest entered.
-      app.addHook('preHandler', (request: Traced, _reply, done) => {
-        const traced = request[requestSpan]
-        if (traced) context.with(traced.context, done)
-        else done()
-      })
-      const end = (request: Traced, status: number | undefined) => {
-        const traced = request[requestSpan]
-        if (!traced) return
-        request[requestSpan] = undefined
-        const route = request.routeOptions.url
-        if (route) traced.span.setAttribute('http.route', route)
-        traced.span.updateName(route ? `${request.method} ${route}` : request.method)
-        if (status === undefined)
-          traced.span.setStatus({ code: SpanStatusCode.ERROR, message: 'client went away' })
-        else {
-          traced.span.setAttribute('http.response.status_code', status)
-          if (status >= 500) traced.span.setStatus({ code: SpanStatusCode.ERROR })
-        }
-        traced.span.end()
+        },
+        parent,
+      )
+      const traced: Traced = { kind: 'request span', span, context: trace.setSpan(parent, span) }
+      return traced
+    },
+
+    within(traced, next) {
+      context.with((traced as Traced).context, next)
+    },
+
+    endRequest(traced, method, route, status) {
+      const { span } = traced as Traced
+      if (route) span.setAttribute('http.route', route)
+      span.updateName(route ? `${method} ${route}` : method)
+      if (status === undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: 'client went away' })
+      else {
+        span.setAttribute('http.response.status_code', status)
+        if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR })
       }
-      app.addHook('onResponse', (request, reply, done) => {
-        end(request, reply.statusCode)
-        done()
-      })
-      app.addHook('onRequestAbort', (request, done) => {
-        end(request, undefined)
-        done()
-      })
+      span.end()
     },
 
     traceStorage(storage: Storage): Storage {

@@ -1,5 +1,6 @@
 import swagger from '@fastify/swagger'
 import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
 import { errorExamples, errorResponses } from '../schemas/error.js'
 import { newPlantWebhook } from './webhook-doc.js'
 
@@ -18,7 +19,7 @@ const introduction = [
     '(token format, limits, ids, errors, durability) is written out in `docs/api.md` of the Plant Store source.',
 ].join('\n\n')
 
-/** request-logging.ts: a caller's value is kept when it is this plain, else replaced, never refused. */
+/** observability/request-line.ts: a caller's value is kept when it is this plain, else replaced, never refused. */
 const requestIdParameter = {
   in: 'header',
   name: 'X-Request-Id',
@@ -165,3 +166,6 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     async () => app.swagger(),
   )
 }
+
+/** The served OpenAPI document, built from the routes registered after it. */
+export default fp(registerOpenApi, { name: 'openapi', dependencies: ['contract'] })

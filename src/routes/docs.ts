@@ -1,5 +1,6 @@
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
 import { exactJsonBodies } from './docs-exact-bodies.js'
 
 /**
@@ -54,3 +55,5 @@ export async function docsRoutes(app: FastifyInstance): Promise<void> {
   })
   app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.redirect('/docs', 302))
 }
+
+export default fp(docsRoutes, { name: 'routes-docs', dependencies: ['openapi'] })

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
 import { errorResponses } from '../schemas/error.js'
 import { type Storage, StoreReadOnlyError, StoreStoppedError, StoreWriteError } from '../storage/storage.js'
@@ -36,7 +37,7 @@ function notReadyReason(error: unknown): string {
 }
 
 /** Public probes: /healthz says the process is up, /readyz that the store answers. */
-export function healthRoutes(app: FastifyInstance, storage: Storage): void {
+function health(app: FastifyInstance, { storage }: { storage: Storage }, next: () => void): void {
   app.get(
     '/healthz',
     {
@@ -91,4 +92,7 @@ export function healthRoutes(app: FastifyInstance, storage: Storage): void {
         : { status: 'ready', store: storage.kind }
     },
   )
+  next()
 }
+
+export default fp(health, { name: 'routes-health', dependencies: ['contract'] })

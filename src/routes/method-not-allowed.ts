@@ -1,7 +1,6 @@
-import { METHODS } from 'node:http'
 import type { FastifyInstance, HTTPMethods, onRequestHookHandler } from 'fastify'
 import { ApiError } from '../errors.js'
-import { refuseBeforeRouting } from '../http/unrouted.js'
+import { refuseBeforeRouting } from '../observability/route-label.js'
 
 /** A route pattern (`/plants/:id`) and the methods its 405 lists in Allow. */
 export interface KnownPath {
@@ -11,22 +10,6 @@ export interface KnownPath {
 
 /** A route pattern as the OpenAPI document and docs/api.md write it, for messages: `/plants/{id}`. */
 export const shownPath = (url: string) => url.replace(/:(\w+)/g, '{$1}')
-
-/**
- * Fastify routes only the methods it knows (GET, POST, TRACE, QUERY, ...); a request with any
- * other method Node's parser accepts (PROPFIND, PURGE, ...) would find no route and get a 404.
- * Declaring them all lets the catch-all routes below answer 405 for every method. CONNECT never
- * reaches a route: Node hands it to the server's 'connect' event (http/connect.ts).
- */
-export function routeEveryHttpMethod(app: FastifyInstance): void {
-  // No route reads a DELETE's body; treated as bodyless, one is ignored like a GET's, instead of
-  // being parsed into 400, 413 or 415 answers for a body nobody wanted.
-  app.addHttpMethod('DELETE', { hasBody: false, overrideExisting: true })
-  for (const method of METHODS) {
-    if (method === 'CONNECT' || app.supportedMethods.includes(method)) continue
-    app.addHttpMethod(method)
-  }
-}
 
 /**
  * Fastify answers 404 for a known path with an unknown method; RFC 9110 wants 405 with Allow.

@@ -1,10 +1,15 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { requireScope } from '../auth/bearer-auth.js'
-import type { AuthLimits } from '../http/rate-limits.js'
-import type { TokenVerifier } from '../auth/token-verifier.js'
+import type {
+  FastifyInstance,
+  FastifyRequest,
+  preParsingHookHandler,
+  preValidationHookHandler,
+} from 'fastify'
+import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
+import { named } from '../hook-order.js'
 import { sendContinue } from '../http/expect-header.js'
 import { PLAIN_HOST } from '../http/host-header.js'
+import { routeNotFound } from '../http/request-checks.js'
 import { errorResponses } from '../schemas/error.js'
 import { type NewPlantBody, PlantIdParams } from '../schemas/plant.js'
 import type { Plant, Storage } from '../storage/storage.js'
@@ -49,7 +54,7 @@ const publicPlant = (plant: Plant) =>
 /**
  * Builds the `Link: <...>; rel="next"` URL from the request's own origin and filters. The origin
  * comes from the client (an absolute-form target, Host, or X-Forwarded-* from a trusted proxy); when it is missing
- * (HTTP/1.0) or not a plain host (a forwarded one: Host itself is checked by requireHost), the
+ * (HTTP/1.0) or not a plain host (a forwarded one: Host itself is checked by hostRefusal), the
  * link is relative to the request URL instead (RFC 8288 allows it), so a crafted Host cannot add
  * link-values or point the link elsewhere.
  */
@@ -74,44 +79,44 @@ function requestOrigin(request: FastifyRequest): string {
     : ''
 }
 
-export function plantRoutes(
-  app: FastifyInstance,
-  storage: Storage,
-  verifier: TokenVerifier,
-  limits?: AuthLimits,
-): void {
-  const canRead = requireScope(verifier, 'plants:read', limits)
-  const canWrite = requireScope(verifier, 'plants:write', limits)
+/** POST, GET and DELETE on /plants and /plants/{id}. */
+function plants(app: FastifyInstance, { storage }: { storage: Storage }, next: () => void): void {
+  const canRead = app.bearerAuth('plants:read')
+  const canWrite = app.bearerAuth('plants:write')
+  // No route here sets its own limit: the server's is every route's.
+  const bodyLimit = app.initialConfig.bodyLimit ?? 0
+  // RFC 9110 8.4: a content coding the server does not apply is a 415. Read as is, a gzip body
+  // was a 400 for bad UTF-8, and plain JSON labelled gzip was stored.
+  // The 100 Continue a client may wait for goes out here, after authentication, once nothing
+  // but the body itself can refuse the request (http/expect-header.ts).
+  const checkEncoding: preParsingHookHandler = (request, reply, payload, done) => {
+    const coding = request.headers['content-encoding']?.trim().toLowerCase()
+    if (!coding || coding === 'identity') {
+      sendContinue(request, reply, bodyLimit)
+      return done(null, payload)
+    }
+    done(
+      new ApiError(
+        'UNSUPPORTED_MEDIA_TYPE',
+        `Content-Encoding ${coding} is not supported: send the body uncompressed`,
+        {
+          details: [{ field: 'Content-Encoding', rule: 'must be absent or identity' }],
+        },
+      ),
+    )
+  }
+  // Without a Content-Type Fastify skips parsing and the body looks merely absent; say why.
+  const requireContentType: preValidationHookHandler = (request, _reply, done) => {
+    if (request.headers['content-type']) return done()
+    done(new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type header is required: application/json'))
+  }
 
   app.post<{ Body: NewPlantBody }>(
     '/plants',
     {
       onRequest: canWrite,
-      // Without a Content-Type Fastify skips parsing and the body looks merely absent; say why.
-      // RFC 9110 8.4: a content coding the server does not apply is a 415. Read as is, a gzip body
-      // was a 400 for bad UTF-8, and plain JSON labelled gzip was stored.
-      // The 100 Continue a client may wait for goes out here, after authentication, once nothing
-      // but the body itself can refuse the request (http/expect-header.ts).
-      preParsing: (request, reply, payload, done) => {
-        const coding = request.headers['content-encoding']?.trim().toLowerCase()
-        if (!coding || coding === 'identity') {
-          sendContinue(request, reply, request.routeOptions.bodyLimit)
-          return done(null, payload)
-        }
-        done(
-          new ApiError(
-            'UNSUPPORTED_MEDIA_TYPE',
-            `Content-Encoding ${coding} is not supported: send the body uncompressed`,
-            {
-              details: [{ field: 'Content-Encoding', rule: 'must be absent or identity' }],
-            },
-          ),
-        )
-      },
-      preValidation: (request, _reply, done) => {
-        if (request.headers['content-type']) return done()
-        done(new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type header is required: application/json'))
-      },
+      preParsing: named(app, 'plants: Content-Encoding, 100 Continue', checkEncoding),
+      preValidation: named(app, 'plants: Content-Type', requireContentType),
       schema: {
         operationId: 'addPlant',
         tags,
@@ -248,4 +253,18 @@ export function plantRoutes(
       return reply.code(204).send()
     },
   )
+  // `/plants/` would be `/plants/{id}` with an empty id: a POST to it was a 405 that sent the
+  // client to GET and DELETE. Like `/plants/1/`, it is a path the API does not have.
+  app.route({
+    method: app.supportedMethods,
+    url: '/plants/',
+    schema: { hide: true },
+    onRequest: (request, _reply, done) => done(routeNotFound(request)),
+    handler: async () => {
+      throw new Error('unreachable: the onRequest hook answers every request of this route')
+    },
+  })
+  next()
 }
+
+export default fp(plants, { name: 'routes-plants', dependencies: ['contract', 'auth'] })

@@ -6,7 +6,7 @@ import type { Background } from '../server.js'
 import { type LeasedDelivery, type Storage, StoreUnavailableError } from '../storage/storage.js'
 import { type BackoffPolicy, nextRetryAt } from './backoff.js'
 import { countWebhookAttempt } from '../observability/metrics.js'
-import { tracedDelivery, tracedWebhookSend } from '../observability/trace-hooks.js'
+import type { Tracing } from '../observability/tracing.js'
 import { sendWebhook } from './send-webhook.js'
 import { mostWebhookSends, WEBHOOK_MAX_IN_FLIGHT, WEBHOOK_PER_SUBSCRIPTION } from './concurrency.js'
 
@@ -41,6 +41,8 @@ export interface DeliveryWorkerOptions {
   stopGraceMs?: number
   /** Lease owner name; unique per process by default. */
   owner?: string
+  /** A span per attempt and per send, when tracing is on. */
+  tracing?: Tracing
 }
 
 interface InFlight {
@@ -83,6 +85,7 @@ export class DeliveryWorker implements Background {
   private readonly maxSends: number
   private readonly perSubscription: number
   private readonly stopGraceMs: number
+  private readonly tracing: Tracing | undefined
   private readonly inFlight = new Map<string, InFlight>()
   private readonly perSubscriber = new Map<string, number>()
   private timer: NodeJS.Timeout | undefined
@@ -108,6 +111,7 @@ export class DeliveryWorker implements Background {
     this.perSubscription = options.perSubscription ?? WEBHOOK_PER_SUBSCRIPTION
     this.stopGraceMs = options.stopGraceMs ?? 5_000
     this.owner = options.owner ?? workerOwnerId()
+    this.tracing = options.tracing
   }
 
   /** Begins polling at once; pending deliveries left by an earlier process are picked up when due. */
@@ -222,15 +226,15 @@ export class DeliveryWorker implements Background {
 
   /** One attempt, in a trace of its own when tracing is on. */
   private deliver(delivery: LeasedDelivery, controller: AbortController): Promise<void> {
-    return tracedDelivery(delivery, () => this.attempt(delivery, controller))
+    const attempt = () => this.attempt(delivery, controller)
+    return this.tracing ? this.tracing.webhookDelivery(delivery, attempt) : attempt()
   }
 
   /** One attempt: send (`send-webhook.ts`), then log and record what became of it. */
   private async attempt(delivery: LeasedDelivery, controller: AbortController): Promise<void> {
     const { webhookTimeoutMs: timeoutMs, webhookAllowPrivate: allowPrivate } = this.config
-    const sent = await tracedWebhookSend(delivery, () =>
-      sendWebhook(delivery, { timeoutMs, allowPrivate }, controller),
-    )
+    const send = () => sendWebhook(delivery, { timeoutMs, allowPrivate }, controller)
+    const sent = await (this.tracing ? this.tracing.webhookSend(delivery, send) : send())
     const { status, interrupted } = sent
     // Cut short by stop(): recorded, so the operator sees it, and due again at once rather than when
     // the lease runs out, for this process after a restart or for another instance now. The

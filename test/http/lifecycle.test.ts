@@ -134,7 +134,7 @@ for (const store of testStores()) {
     it('exits 0 on SIGTERM when whoever read its log output has gone away', async () => {
       // As `serve 2>&1 | head -c 300` leaves it: the reader goes after the first lines, and every
       // later log write fails with EPIPE. pino's own stream (sonic-boom) retried those at exit for
-      // ever; the service's log destination (src/http/log-destination.ts) gives up on them.
+      // ever; the service's log destination (src/observability/log-destination.ts) gives up on them.
       const port = await freePort()
       const env = { ...process.env, ...(await serviceEnv(store)), PORT: String(port), LOG_LEVEL: 'info' }
       const shell = spawn(

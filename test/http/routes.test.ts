@@ -227,7 +227,7 @@ for (const store of testStores()) {
       return { statusLine, headers, body: JSON.parse(received.slice(end + 4)) }
     }
 
-    // Node hands CONNECT to the server's 'connect' event instead of a route (http/connect.ts).
+    // Node hands CONNECT to the server's 'connect' event instead of a route (routes/connect.ts).
     for (const [target, allow, pattern] of [
       ['/plants', 'GET, POST, HEAD', /^CONNECT is not allowed on \/plants; use GET, POST, HEAD$/],
       [

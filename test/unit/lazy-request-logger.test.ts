@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { Writable } from 'node:stream'
 import { it } from 'node:test'
 import Fastify from 'fastify'
-import { lazyRequestLogger } from '../../src/http/lazy-request-logger.js'
+import { lazyRequestLogger } from '../../src/observability/lazy-request-logger.js'
 
 /** A real pino root logger (Fastify's) writing into an array of parsed lines. */
 function rootLogger() {

@@ -4,7 +4,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { type LogIo, LogDestination } from '../../src/http/log-destination.js'
+import { type LogIo, LogDestination } from '../../src/observability/log-destination.js'
 
 /** Waits until `done()` holds; the writes it waits for are asynchronous. */
 async function until(done: () => boolean): Promise<void> {

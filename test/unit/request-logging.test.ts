@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { loggedUrl, requestIdFrom } from '../../src/http/request-logging.js'
+import { loggedUrl, requestIdFrom } from '../../src/observability/request-line.js'
 
 const token = `pst_${'a1B2'.repeat(10)}xyz`
 

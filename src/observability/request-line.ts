@@ -50,15 +50,8 @@ export function loggedUrl(url: string | undefined): string | undefined {
   return `${path}?${query.join('&')}`
 }
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The id (never the secret) of the token that authenticated this request, for the log. */
-    tokenId: string | null
-  }
-}
-
 /** Fields of the one line logged per request. */
-interface RequestLine {
+export interface RequestLine {
   reqId: string
   /** The client's address: the peer, or with TRUST_PROXY the X-Forwarded-For hop it vouches for. */
   client: string | undefined
@@ -70,40 +63,8 @@ interface RequestLine {
 
 /**
  * The request line for an answer given outside Fastify's routes (CONNECT, an unsupported Expect),
- * where the onResponse hook below never runs.
+ * where the observability plugin's onResponse hook never runs.
  */
 export function logRequestLine(app: FastifyInstance, line: RequestLine): void {
   if (isLevelEnabled(app.log, 'info')) app.log.info({ ...line, url: loggedUrl(line.url) }, 'request')
-}
-
-/**
- * One JSON line per request, written when the response is done; headers are never logged. The
- * hooks take callbacks rather than being async: each async hook costs every request a promise.
- */
-export function installRequestLogging(app: FastifyInstance): void {
-  app.decorateRequest('tokenId', null)
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id)
-    done()
-  })
-  // At warn and above the line would be dropped anyway; skip building it.
-  if (!isLevelEnabled(app.log, 'info')) return
-  // Through the root logger with the id as a field, the same line a request's child would write,
-  // so that the request never needs its own child logger (see lazy-request-logger.ts).
-  app.addHook('onResponse', (request, reply, done) => {
-    app.log.info(
-      {
-        reqId: request.id,
-        client: request.ip,
-        tokenId: request.tokenId,
-        method: request.method,
-        route: request.routeOptions.url ?? null,
-        url: loggedUrl(request.url),
-        status: reply.statusCode,
-        durationMs: Math.round(reply.elapsedTime * 100) / 100,
-      },
-      'request',
-    )
-    done()
-  })
 }

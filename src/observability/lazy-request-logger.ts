@@ -13,7 +13,7 @@ export const isLevelEnabled = (logger: FastifyBaseLogger, level: string): boolea
 /**
  * Fastify gives every request a child logger bound to its id. Making one costs a pino child and a
  * JSON.stringify of its bindings on every request, although at the usual levels almost no request
- * logs anything but its access line (which request-logging.ts writes through the root logger).
+ * logs anything but its access line (which observability.ts writes through the root logger).
  * This stands in for that child and makes the real one on first use, with the same bindings, so
  * whatever a request does log reads exactly as before.
  */

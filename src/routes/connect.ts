@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify'
 import { type ErrorCode, errorCatalog } from '../errors.js'
-import { type KnownPath, shownPath } from '../routes/method-not-allowed.js'
-import { answerOnSocket } from './client-errors.js'
-import { logRequestLine, requestIdFrom } from './request-logging.js'
-import { securityHeaders } from './security-headers.js'
+import { answerOnSocket } from '../http/client-errors.js'
+import { securityHeaders } from '../http/security-headers.js'
+import { logRequestLine, requestIdFrom } from '../observability/request-line.js'
+import { type KnownPath, shownPath } from './method-not-allowed.js'
 
 function decodeSegment(segment: string): string | undefined {
   try {
