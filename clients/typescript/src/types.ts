@@ -1,6 +1,7 @@
 import type { components } from './generated/openapi.js'
 
 type Schemas = components['schemas']
+type PlantFields = Schemas['Plant']
 
 /*
  * The public types are named interfaces, so an editor shows `Plant` or `StoredPlant` rather than
@@ -8,32 +9,25 @@ type Schemas = components['schemas']
  * document's generated types (ids aside: bigint here, `number` there).
  */
 
-/** A plant as a create answers it: the seed's Plant, no id. */
-export interface Plant {
-  /** The name of the plant. */
-  name: string
-  /** Tag that specifies the type. */
-  tag?: string
-}
+/*
+ * The plant types take their fields from the document's schemas, descriptions included; only the
+ * id differs, an exact bigint here.
+ */
 
-/** A plant to create: its exact int64 id, a name and an optional tag. */
-export interface NewPlant {
+/** A plant as a create answers it: the seed's Plant, no id. */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- a named type for hovers, its members generated
+export interface Plant extends PlantFields {}
+
+/** A plant to create: its exact int64 id and the Plant fields. */
+export interface NewPlant extends PlantFields {
   /** Any int64, exact: `9007199254740993n`. */
   id: bigint
-  /** The name of the plant. */
-  name: string
-  /** Tag that specifies the type. */
-  tag?: string
 }
 
 /** A stored plant as read back, its id exact. */
-export interface StoredPlant {
+export interface StoredPlant extends Omit<Schemas['StoredPlant'], 'id'> {
   /** Any int64, exact. */
   id: bigint
-  /** The name of the plant. */
-  name: string
-  /** Tag that specifies the type. */
-  tag?: string
 }
 
 /** The stable codes of the service's error catalog. */
