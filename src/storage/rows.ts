@@ -1,7 +1,5 @@
 import type { Delivery, DeliveryAttempt, TokenRecord } from './storage.js'
 
-export { toPlant } from './plant-fields.js'
-
 /**
  * The deliveries whose attempt a lease holder may record: those still pending, and those failed
  * only because their subscription was removed while the attempt was in flight (a probe found 12

@@ -5,13 +5,9 @@ type PlantFields = Schemas['Plant']
 
 /*
  * The public types are named interfaces, so an editor shows `Plant` or `StoredPlant` rather than
- * the generated shape they come from. `InStep` below fails the build when one drifts from the
- * document's generated types (ids aside: bigint here, `number` there).
- */
-
-/*
- * The plant types take their fields from the document's schemas, descriptions included; only the
- * id differs, an exact bigint here.
+ * the generated shape they come from. The plant types extend the generated ones, so their fields
+ * (and descriptions) follow the document; only the id is their own, a bigint where the generated
+ * type has `number`. `InStep` (types-in-step.ts) fails the build when a type drifts.
  */
 
 /** A plant as a create answers it: the seed's Plant, no id. */
