@@ -6,18 +6,18 @@ import { ApiError } from '../errors.js'
 import { type AjvError, validationError } from '../http/error-handler.js'
 import { type exactIdLiteral, parseJsonObject } from '../http/json-body.js'
 import { createBodyAjv } from '../http/validators.js'
-import { type NewPlantBody, plantFieldWords } from '../schemas/plant.js'
+import { type NewPlantBody, plantFields, plantFieldWords } from '../schemas/plant.js'
 import { sharedSchemas } from '../schemas/shared.js'
-import { differingFields, pickPlantFields } from '../storage/plant-fields.js'
+import { differingFields, plantOf } from '../storage/plant-fields.js'
 import type { Plant } from '../storage/storage.js'
 import { bodyId } from './plant-ids.js'
 import { checkText } from './plant-text.js'
 
 /** The plant a schema-valid NewPlant body stands for; the checks Ajv cannot make are made here. */
 export function plantFromBody(body: NewPlantBody & { [exactIdLiteral]?: string }): Plant {
-  const fields = pickPlantFields(body)
-  for (const [name, value] of Object.entries(fields)) checkText(value as string, name)
-  return { id: bodyId(body), ...fields }
+  for (const { name } of plantFields)
+    checkText((body as Record<string, unknown>)[name] as string | undefined, name)
+  return plantOf(bodyId(body), body)
 }
 
 /** The 409 for a create whose id holds another plant, naming the fields that differ. */

@@ -13,33 +13,37 @@ export const fieldValue = (plant: Plant, name: string): string | null =>
 
 /** The projections for a list of fields; the service uses those of the declaration, below. */
 export function plantProjections(fields: readonly PlantField[]) {
-  /**
-   * The declared fields of `source` that hold a value, in declaration order; others are left out,
-   * and so is a field that is undefined or null (a NULL column): a plant leaves it an absent key.
-   */
-  const pickPlantFields = (source: object): PlantFieldValues => {
-    const picked: Record<string, unknown> = {}
+  // Assigned one by one: a spread or Object.entries on the create path cost microseconds per request.
+  const assignFields = (target: Record<string, unknown>, source: object) => {
     for (const { name } of fields) {
       const value = (source as Fields)[name]
-      if (value !== undefined && value !== null) picked[name] = value
+      if (value !== undefined && value !== null) target[name] = value
     }
-    return picked as PlantFieldValues
+    return target
   }
+  const same = (a: Plant, b: Plant, { name }: PlantField) =>
+    (a as unknown as Fields)[name] === (b as unknown as Fields)[name]
   return {
-    pickPlantFields,
+    /**
+     * The declared fields of `source` that hold a value, in declaration order; others are left out,
+     * and so is a field that is undefined or null (a NULL column): a plant leaves it an absent key.
+     */
+    pickPlantFields: (source: object): PlantFieldValues => assignFields({}, source) as PlantFieldValues,
+    /** The plant with this id and the declared fields of `source`, picked as pickPlantFields does. */
+    plantOf: (id: bigint, source: object): Plant => assignFields({ id }, source) as unknown as Plant,
     /** A plant row (id and one column per field); a NULL column becomes an absent key. */
-    toPlant: (row: Fields): Plant => ({ id: row.id as bigint, ...pickPlantFields(row) }),
+    toPlant: (row: Fields): Plant => assignFields({ id: row.id }, row) as unknown as Plant,
     /** The plant's column values in declaration order: what an INSERT binds. */
     plantValues: (plant: Plant): (string | null)[] => fields.map(({ name }) => fieldValue(plant, name)),
-    /** The fields whose values differ: none for a replay of the same plant, the 409's list otherwise. */
+    /** True when every field holds the same value: a replay. */
+    samePlant: (a: Plant, b: Plant): boolean => fields.every((field) => same(a, b, field)),
+    /** The fields whose values differ: the 409's list. */
     differingFields: (a: Plant, b: Plant): string[] =>
-      fields
-        .filter(({ name }) => (a as unknown as Fields)[name] !== (b as unknown as Fields)[name])
-        .map(({ name }) => name),
+      fields.filter((field) => !same(a, b, field)).map(({ name }) => name),
     /** The field columns in declaration order, each named as its field: `name, tag`. */
     plantColumns: fields.map(({ name }) => name).join(', '),
   }
 }
 
-export const { pickPlantFields, toPlant, plantValues, differingFields, plantColumns } =
+export const { pickPlantFields, plantOf, toPlant, plantValues, samePlant, differingFields, plantColumns } =
   plantProjections(plantFields)

@@ -12,7 +12,7 @@ import type {
   TokenRecord,
 } from '../storage.js'
 import { plantFields } from '../../schemas/plant.js'
-import { differingFields, plantColumns, plantValues, toPlant } from '../plant-fields.js'
+import { plantColumns, plantValues, samePlant, toPlant } from '../plant-fields.js'
 import { plantJson } from '../plant-json.js'
 import { RECORDABLE, type Row } from '../rows.js'
 
@@ -101,8 +101,7 @@ export function prepareWriteOps(db: Database.Database) {
         return { kind: 'created' }
       }
       const existing = toPlant(s.getPlant.get(plant.id) as Row)
-      const same = differingFields(existing, plant).length === 0
-      return same ? { kind: 'replayed' } : { kind: 'conflict', existing }
+      return samePlant(existing, plant) ? { kind: 'replayed' } : { kind: 'conflict', existing }
     },
     deletePlant: ({ id }) => s.deletePlant.run(id).changes === 1,
     createToken: ({ token: t }) => {
