@@ -1,3 +1,5 @@
+import { plantFieldWords } from './schemas/plant.js'
+
 /**
  * The error catalog. Each entry has a stable `code` (never reused once retired), the HTTP status
  * it maps to, and a one-line description for the served OpenAPI document; docs/api.md lists the same codes.
@@ -27,7 +29,10 @@ export const errorCatalog = {
     status: 405,
     description: 'The path exists but not with this method; see the Allow header.',
   },
-  PLANT_CONFLICT: { status: 409, description: 'A plant with this id exists with a different name or tag.' },
+  PLANT_CONFLICT: {
+    status: 409,
+    description: `A plant with this id exists with a different ${plantFieldWords('or')}.`,
+  },
   EXPECTATION_FAILED: {
     status: 417,
     description: 'The Expect header asks for something other than 100-continue.',

@@ -2,14 +2,24 @@ import swagger from '@fastify/swagger'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { errorExamples, errorResponses } from '../schemas/error.js'
+import { fieldWords, plantFields } from '../schemas/plant.js'
 import { newPlantWebhook } from './webhook-doc.js'
+
+/** The plant's fields, as the introduction names them. */
+const plantInWords = fieldWords(
+  [
+    'an int64 `id`',
+    ...plantFields.map(({ name, required }) => `${required ? 'a' : 'an optional'} \`${name}\``),
+  ],
+  'and',
+)
 
 /**
  * The page's and a generator's first words: what the service is and the one thing a client must
  * get right. The rules behind every answer live in docs/api.md, which this points to.
  */
 const introduction = [
-  'Plant Store keeps plants (an int64 `id`, a `name` and an optional `tag`) in SQLite or PostgreSQL, ' +
+  `Plant Store keeps plants (${plantInWords}) in SQLite or PostgreSQL, ` +
     'behind bearer tokens, and sends a signed webhook for every new plant.',
   '**Ids are exact 64-bit integers**, sent and answered as JSON numbers with every digit: read them with a ' +
     'BigInt-aware JSON parser or `@plant-store/client`, never with `JSON.parse`, which reads ' +

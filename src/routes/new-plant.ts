@@ -6,28 +6,27 @@ import { ApiError } from '../errors.js'
 import { type AjvError, validationError } from '../http/error-handler.js'
 import { type exactIdLiteral, parseJsonObject } from '../http/json-body.js'
 import { createBodyAjv } from '../http/validators.js'
-import type { NewPlantBody } from '../schemas/plant.js'
+import { type NewPlantBody, plantFields, plantFieldWords } from '../schemas/plant.js'
 import { sharedSchemas } from '../schemas/shared.js'
+import { differingFields, plantOf } from '../storage/plant-fields.js'
 import type { Plant } from '../storage/storage.js'
 import { bodyId } from './plant-ids.js'
 import { checkText } from './plant-text.js'
 
 /** The plant a schema-valid NewPlant body stands for; the checks Ajv cannot make are made here. */
 export function plantFromBody(body: NewPlantBody & { [exactIdLiteral]?: string }): Plant {
-  checkText(body.name, 'name')
-  checkText(body.tag, 'tag')
-  const plant: Plant = { id: bodyId(body), name: body.name }
-  if (body.tag !== undefined) plant.tag = body.tag
-  return plant
+  for (const { name } of plantFields)
+    checkText((body as Record<string, unknown>)[name] as string | undefined, name)
+  return plantOf(bodyId(body), body)
 }
 
 /** The 409 for a create whose id holds another plant, naming the fields that differ. */
 export function plantConflict(plant: Plant, existing: Plant): ApiError {
-  const fields = (['name', 'tag'] as const).filter((field) => existing[field] !== plant[field])
+  const fields = differingFields(existing, plant)
   return new ApiError(
     'PLANT_CONFLICT',
     `id ${plant.id} already belongs to a plant with a different ${fields.join(' and ')}; ` +
-      'resend the same name and tag, or use another id',
+      `resend the same ${plantFieldWords('and')}, or use another id`,
     { details: fields.map((field) => ({ field, rule: 'differs from the stored plant with this id' })) },
   )
 }

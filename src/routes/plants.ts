@@ -11,8 +11,9 @@ import { sendContinue } from '../http/expect-header.js'
 import { PLAIN_HOST } from '../http/host-header.js'
 import { routeNotFound } from '../http/request-checks.js'
 import { errorResponses } from '../schemas/error.js'
-import { type NewPlantBody, PlantIdParams } from '../schemas/plant.js'
-import type { Plant, Storage } from '../storage/storage.js'
+import { type NewPlantBody, PlantIdParams, plantFieldWords } from '../schemas/plant.js'
+import { pickPlantFields } from '../storage/plant-fields.js'
+import type { Storage } from '../storage/storage.js'
 import { plantConflict, plantFromBody } from './new-plant.js'
 import { textId } from './plant-ids.js'
 import { checkText } from './plant-text.js'
@@ -47,9 +48,6 @@ const ListQuery = {
     tag: { type: 'string', minLength: 1, maxLength: 100, description: 'Only plants with exactly this tag.' },
   },
 }
-
-const publicPlant = (plant: Plant) =>
-  plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag }
 
 /**
  * Builds the `Link: <...>; rel="next"` URL from the request's own origin and filters. The origin
@@ -122,9 +120,9 @@ function plants(app: FastifyInstance, { storage }: { storage: Storage }, next: (
         tags,
         summary: 'Create a plant',
         description:
-          'Creates a new plant in the store. Replaying the same id with the same name and tag answers 200 and ' +
-          'stores nothing new; the same id with another name or tag answers 409. A 200 is sent only after the ' +
-          'plant is committed durably.',
+          `Creates a new plant in the store. Replaying the same id with the same ${plantFieldWords('and')} ` +
+          `answers 200 and stores nothing new; the same id with another ${plantFieldWords('or')} answers 409. ` +
+          'A 200 is sent only after the plant is committed durably.',
         security: bearer,
         body: { $ref: 'NewPlant' },
         response: {
@@ -137,7 +135,7 @@ function plants(app: FastifyInstance, { storage }: { storage: Storage }, next: (
       const plant = plantFromBody(request.body)
       const outcome = await storage.createPlant(plant)
       if (outcome.kind === 'conflict') throw plantConflict(plant, outcome.existing)
-      return publicPlant(plant)
+      return pickPlantFields(plant)
     },
   )
 

@@ -16,14 +16,58 @@ export const EXACT_ID =
   'which rounds integers beyond 2^53 (9007199254740993 reads as 9007199254740992): read them losslessly ' +
   '(a BigInt-aware parser, or @plant-store/client).'
 
+/**
+ * A plant's fields besides its id, in the order the API writes them: the one place they are
+ * declared. The schemas below, the storage's Plant type, both stores' columns and JSON SQL, the
+ * projections, the replay comparison and the client (through the served document) follow from it.
+ * Each is a string kept in a TEXT column of its own name; a required one is NOT NULL there.
+ */
+export const plantFieldSchemas = {
+  name: { type: 'string', description: 'The name of the plant', minLength: 1, maxLength: 200 },
+  tag: { type: 'string', description: 'Tag that specifies the type', minLength: 1, maxLength: 100 },
+} as const
+
+/** The fields a plant always has; the others may be absent, never null. */
+export const requiredPlantFields = ['name'] as const
+
+type FieldName = keyof typeof plantFieldSchemas
+
+/** The declared fields' values, as a plant holds them (an absent optional field is an absent key). */
+export type PlantFieldValues = FromSchema<{
+  type: 'object'
+  properties: typeof plantFieldSchemas
+  required: typeof requiredPlantFields
+  additionalProperties: false
+}>
+
+/** One declared field, as the projections and the SQL builders walk them. */
+export interface PlantField {
+  readonly name: string
+  readonly required: boolean
+}
+
+/** The declaration as a list, in its order. */
+export const plantFields: readonly PlantField[] = (Object.keys(plantFieldSchemas) as FieldName[]).map(
+  (name) => ({ name, required: (requiredPlantFields as readonly string[]).includes(name) }),
+)
+
+/** `a`, `a and b`, `a, b and c`: field names in a sentence. */
+export function fieldWords(names: readonly string[], conjunction: 'and' | 'or'): string {
+  return names.length < 2 ? names.join('') : `${names.slice(0, -1).join(', ')} ${conjunction} ${names.at(-1)}`
+}
+
+/** The field names in a sentence: `name and tag`, `name or tag`. */
+export const plantFieldWords = (conjunction: 'and' | 'or', fields: readonly PlantField[] = plantFields) =>
+  fieldWords(
+    fields.map((field) => field.name),
+    conjunction,
+  )
+
 /** The seed's Plant: what a create answers. No `id`, exactly as the seed describes it. */
 export const Plant = {
   type: 'object',
-  required: ['name'],
-  properties: {
-    name: { type: 'string', description: 'The name of the plant', minLength: 1, maxLength: 200 },
-    tag: { type: 'string', description: 'Tag that specifies the type', minLength: 1, maxLength: 100 },
-  },
+  required: requiredPlantFields,
+  properties: plantFieldSchemas,
   $id: 'Plant',
   examples: [{ name: 'Monstera', tag: 'indoor' }],
 } as const
@@ -53,7 +97,8 @@ export const NewPlant = {
   $id: 'NewPlant',
   examples: [{ id: 10, name: 'Monstera', tag: 'indoor' }],
   description:
-    'Plant plus its id. Properties other than id, name and tag are accepted, ignored and never stored, ' +
+    `Plant plus its id. Properties other than ${fieldWords(['id', ...Object.keys(plantFieldSchemas)], 'and')} ` +
+    'are accepted, ignored and never stored, ' +
     'except `__proto__` and `constructor.prototype` keys at any depth, which are a 400 (VALIDATION_FAILED): ' +
     'they are how prototype pollution travels. Of a member written twice, the last counts, as in JSON.parse.',
 } as const
@@ -71,11 +116,13 @@ const plantId = {
 /** A stored plant as read back: the Plant fields plus its id. */
 export const StoredPlant = {
   type: 'object',
-  required: ['id', 'name'],
+  required: ['id', ...requiredPlantFields],
   properties: {
     id: plantId,
-    name: { type: 'string', description: 'The name of the plant' },
-    tag: { type: 'string', description: 'Tag that specifies the type' },
+    // As declared, less the limits a create checks.
+    ...Object.fromEntries(
+      Object.entries(plantFieldSchemas).map(([name, { type, description }]) => [name, { type, description }]),
+    ),
   },
   $id: 'StoredPlant',
   examples: [{ id: 10, name: 'Monstera', tag: 'indoor' }],

@@ -1,4 +1,4 @@
-import type { Delivery, DeliveryAttempt, Plant, TokenRecord } from './storage.js'
+import type { Delivery, DeliveryAttempt, TokenRecord } from './storage.js'
 
 /**
  * The deliveries whose attempt a lease holder may record: those still pending, and those failed
@@ -15,13 +15,6 @@ export type Row = Record<string, unknown>
  * `safeIntegers` statements), PostgreSQL's timestamptz arrives as a Date.
  */
 export type TimeReader = (value: unknown) => Date
-
-/** A plant row; a NULL tag becomes an absent key, never `undefined` or `null`. */
-export function toPlant(row: Row): Plant {
-  const plant: Plant = { id: row.id as bigint, name: row.name as string }
-  if (row.tag !== null) plant.tag = row.tag as string
-  return plant
-}
 
 /**
  * Token, delivery and attempt rows of either store as the storage interface's records. The tables have

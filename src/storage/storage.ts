@@ -4,10 +4,11 @@
  * Every adapter passes the same contract suite in `test/storage/`.
  */
 
-export interface Plant {
+import type { PlantFieldValues } from '../schemas/plant.js'
+
+/** A plant: its exact id and the fields declared in schemas/plant.ts. */
+export interface Plant extends PlantFieldValues {
   id: bigint
-  name: string
-  tag?: string
 }
 
 /** `created`: stored now. `replayed`: the same plant was already stored. `conflict`: the id holds another plant. */

@@ -1,6 +1,6 @@
 import { PlantStoreError } from './errors.js'
 import { send, nextLink, type Transport } from './http.js'
-import { checkId, newPlantJson, parseLossless, toStoredPlant } from './json.js'
+import { checkId, newPlantJson, parseLossless, toPlant, toStoredPlant } from './json.js'
 import type { CallOptions, ListOptions, NewPlant, Plant, PlantPage, StoredPlant } from './types.js'
 
 export interface ClientOptions {
@@ -53,8 +53,7 @@ export class PlantStoreClient {
     const answer = await readJson(response)
     if (typeof answer !== 'object' || answer === null || typeof (answer as Plant).name !== 'string')
       throw unexpected(response, 'a create answer without a name')
-    const { name, tag } = answer as Plant
-    return tag === undefined ? { name } : { name, tag }
+    return toPlant(answer)
   }
 
   /** Reads one plant; a missing one throws a PlantStoreError with status 404. */

@@ -1,5 +1,6 @@
 import { isInteger, LosslessNumber, parse } from 'lossless-json'
-import type { NewPlant, StoredPlant } from './types.js'
+import { plantFields } from './generated/openapi.js'
+import type { NewPlant, Plant, StoredPlant } from './types.js'
 
 const INT64_MIN = -(2n ** 63n)
 const INT64_MAX = 2n ** 63n - 1n
@@ -11,11 +12,29 @@ export function checkId(id: bigint, what = 'id'): bigint {
   return id
 }
 
-/** The JSON body of a create, the id written digit for digit (JSON.stringify cannot print a bigint). */
+type Fields = Record<string, unknown>
+
+/**
+ * The JSON body of a create, the id written digit for digit (JSON.stringify cannot print a bigint),
+ * then the document's Plant fields in order, an absent optional one left out.
+ */
 export function newPlantJson(plant: NewPlant): string {
-  let json = `{"id":${checkId(plant.id).toString()},"name":${JSON.stringify(plant.name)}`
-  if (plant.tag !== undefined) json += `,"tag":${JSON.stringify(plant.tag)}`
+  let json = `{"id":${checkId(plant.id).toString()}`
+  for (const { name, required } of plantFields) {
+    const value = (plant as unknown as Fields)[name]
+    if (required || value !== undefined) json += `,"${name}":${JSON.stringify(value)}`
+  }
   return `${json}}`
+}
+
+/** The Plant fields of an answer that has them; answers are checked by the caller. */
+export function toPlant(value: object): Plant {
+  const plant: Fields = {}
+  for (const { name } of plantFields) {
+    const field = (value as Fields)[name]
+    if (field !== undefined) plant[name] = field
+  }
+  return plant as unknown as Plant
 }
 
 /** Parses JSON text keeping every number as its digits (LosslessNumber); nothing is rounded. */
@@ -34,9 +53,17 @@ export function exactInteger(value: unknown, what: string): bigint {
 
 /** A stored plant (or a NewPlant) from a parsed answer, its id exact. */
 export function toStoredPlant(value: unknown, what = 'plant'): StoredPlant {
-  if (!isObject(value) || typeof value.name !== 'string')
-    throw new TypeError(`${what} is not a plant: expected an object with a name`)
-  const plant: StoredPlant = { id: exactInteger(value.id, `${what}.id`), name: value.name }
-  if (typeof value.tag === 'string') plant.tag = value.tag
-  return plant
+  if (
+    !isObject(value) ||
+    plantFields.some(({ name, required }) => required && typeof value[name] !== 'string')
+  )
+    throw new TypeError(`${what} is not a plant: expected an object with a ${REQUIRED}`)
+  const plant: Fields = { id: exactInteger(value.id, `${what}.id`) }
+  for (const { name } of plantFields) if (typeof value[name] === 'string') plant[name] = value[name]
+  return plant as unknown as StoredPlant
 }
+
+const REQUIRED = plantFields
+  .filter((field) => field.required)
+  .map((field) => field.name)
+  .join(' and ')

@@ -1,39 +1,29 @@
 import type { components } from './generated/openapi.js'
 
 type Schemas = components['schemas']
+type PlantFields = Schemas['Plant']
 
 /*
  * The public types are named interfaces, so an editor shows `Plant` or `StoredPlant` rather than
- * the generated shape they come from. `InStep` below fails the build when one drifts from the
- * document's generated types (ids aside: bigint here, `number` there).
+ * the generated shape they come from. The plant types extend the generated ones, so their fields
+ * (and descriptions) follow the document; only the id is their own, a bigint where the generated
+ * type has `number`. `InStep` (types-in-step.ts) fails the build when a type drifts.
  */
 
 /** A plant as a create answers it: the seed's Plant, no id. */
-export interface Plant {
-  /** The name of the plant. */
-  name: string
-  /** Tag that specifies the type. */
-  tag?: string
-}
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- a named type for hovers, its members generated
+export interface Plant extends PlantFields {}
 
-/** A plant to create: its exact int64 id, a name and an optional tag. */
-export interface NewPlant {
+/** A plant to create: its exact int64 id and the Plant fields. */
+export interface NewPlant extends PlantFields {
   /** Any int64, exact: `9007199254740993n`. */
   id: bigint
-  /** The name of the plant. */
-  name: string
-  /** Tag that specifies the type. */
-  tag?: string
 }
 
 /** A stored plant as read back, its id exact. */
-export interface StoredPlant {
+export interface StoredPlant extends Omit<Schemas['StoredPlant'], 'id'> {
   /** Any int64, exact. */
   id: bigint
-  /** The name of the plant. */
-  name: string
-  /** Tag that specifies the type. */
-  tag?: string
 }
 
 /** The stable codes of the service's error catalog. */

@@ -1,8 +1,9 @@
 import type pg from 'pg'
 import type { CreateOutcome } from '../storage.js'
 import type { CreateRequest } from './create-batcher.js'
+import { type PlantField, plantFields } from '../../schemas/plant.js'
+import { fieldValue, plantProjections, toPlant } from '../plant-fields.js'
 import { plantJsonSql } from './plant-json-sql.js'
-import { toPlant } from './rows.js'
 
 /** Runs a statement under the store's deadline, reachability and dead-connection retry. */
 export type Guarded = <T>(work: () => Promise<T>) => Promise<T>
@@ -32,8 +33,7 @@ export async function createPlants(
 ): Promise<CreateOutcome[]> {
   const values = [
     batch.map((r) => r.plant.id),
-    batch.map((r) => r.plant.name),
-    batch.map((r) => r.plant.tag ?? null),
+    ...plantFields.map(({ name }) => batch.map((r) => fieldValue(r.plant, name))),
     new Date(),
   ]
   const { rows } = await guarded(() => pool.query({ name: 'plants-create', text: CREATE_PLANTS, values }))
@@ -41,34 +41,58 @@ export async function createPlants(
   for (const row of rows) {
     const at = (row.n as number) - 1
     const id = (batch[at] as CreateRequest).plant.id
-    outcomes[at] =
-      row.name === null
-        ? { kind: 'replayed' }
-        : { kind: 'conflict', existing: toPlant({ id, name: row.name, tag: row.tag }) }
+    outcomes[at] = row.replayed
+      ? { kind: 'replayed' }
+      : { kind: 'conflict', existing: toPlant({ ...row, id }) }
   }
   return outcomes
 }
 
-const CREATE_PLANTS = `WITH input AS (
-    SELECT * FROM unnest($1::int8[], $2::text[], $3::text[]) WITH ORDINALITY AS t(id, name, tag, n)
+/** `a.f = b.f` for each field, NULLs equal where a field may be absent; joined by AND. */
+const sameFields = (a: string, b: string, fields: readonly PlantField[]) =>
+  fields
+    .map(({ name, required }) => `${a}.${name} ${required ? '=' : 'IS NOT DISTINCT FROM'} ${b}.${name}`)
+    .join(' AND ')
+
+/** The negation of sameFields, joined by OR. */
+const otherFields = (a: string, b: string, fields: readonly PlantField[]) =>
+  fields
+    .map(({ name, required }) => `${a}.${name} ${required ? '<>' : 'IS DISTINCT FROM'} ${b}.${name}`)
+    .join(' OR ')
+
+/**
+ * The batch statement for these fields: $1 the ids, then one text array per field, then the time.
+ * Exported for the test that pins it to the declaration.
+ */
+export function createPlantsSql(fields: readonly PlantField[] = plantFields): string {
+  const names = fields.map(({ name }) => name)
+  const arrays = names.map((_, at) => `$${at + 2}::text[]`).join(', ')
+  const time = `$${names.length + 2}::timestamptz`
+  const columns = plantProjections(fields).plantColumns
+  const list = (alias: string) => names.map((name) => `${alias}.${name}`).join(', ')
+  return `WITH input AS (
+    SELECT * FROM unnest($1::int8[], ${arrays}) WITH ORDINALITY AS t(id, ${columns}, n)
   ), written AS (
-    INSERT INTO plants AS p (id, name, tag, created_at)
-    SELECT id, name, tag, $4::timestamptz FROM input ORDER BY id
-    ON CONFLICT (id) DO UPDATE SET name = p.name
-      WHERE p.name <> excluded.name OR p.tag IS DISTINCT FROM excluded.tag
-    RETURNING p.id, p.name, p.tag
+    INSERT INTO plants AS p (id, ${columns}, created_at)
+    SELECT id, ${columns}, ${time} FROM input ORDER BY id
+    ON CONFLICT (id) DO UPDATE SET ${names[0]} = p.${names[0]}
+      WHERE ${otherFields('p', 'excluded', fields)}
+    RETURNING p.id, ${list('p')}
   ), inserted AS (
     SELECT w.id FROM written w JOIN input i USING (id)
-    WHERE w.name = i.name AND w.tag IS NOT DISTINCT FROM i.tag
+    WHERE ${sameFields('w', 'i', fields)}
   ), enqueued AS (
     INSERT INTO webhook_deliveries
       (id, subscription_id, plant_id, payload, status, attempts, next_attempt_at, created_at)
-    SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), s.id, i.id, ${plantJsonSql('input')},
-           'pending', 0, $4::timestamptz, $4::timestamptz
+    SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), s.id, i.id, ${plantJsonSql('input', fields)},
+           'pending', 0, ${time}, ${time}
     FROM inserted i JOIN input USING (id)
     CROSS JOIN (SELECT id FROM webhook_subscriptions FOR KEY SHARE) s
     WHERE EXISTS (SELECT FROM webhook_subscriptions)
   )
-  SELECT i.n::int4 AS n, w.name, w.tag
+  SELECT i.n::int4 AS n, w.id IS NULL AS replayed, ${list('w')}
   FROM input i LEFT JOIN written w USING (id)
-  WHERE w.id IS NULL OR w.name <> i.name OR w.tag IS DISTINCT FROM i.tag`
+  WHERE w.id IS NULL OR ${otherFields('w', 'i', fields)}`
+}
+
+const CREATE_PLANTS = createPlantsSql()

@@ -1,6 +1,7 @@
 import type { PlantLines } from '../storage.js'
+import { plantColumns, toPlant } from '../plant-fields.js'
 import { plantJson } from '../plant-json.js'
-import { type Row, toPlant } from './rows.js'
+import type { Row } from './rows.js'
 
 /** Runs one statement through the adapter's guard and answers its rows. */
 export type RunRows = (text: string, values: unknown[]) => Promise<Row[]>
@@ -13,7 +14,7 @@ export async function exportPlants(
 ): Promise<PlantLines> {
   // A NULL cursor starts at the first plant, so one prepared statement serves every page.
   const found = await rows(
-    'SELECT id, name, tag FROM plants WHERE $1::int8 IS NULL OR id > $1 ORDER BY id LIMIT $2',
+    `SELECT id, ${plantColumns} FROM plants WHERE $1::int8 IS NULL OR id > $1 ORDER BY id LIMIT $2`,
     [after ?? null, limit],
   )
   const plants = found.map(toPlant)

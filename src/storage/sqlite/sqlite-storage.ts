@@ -17,6 +17,7 @@ import type {
   Subscription,
   TokenRecord,
 } from '../storage.js'
+import { plantJsonSql } from '../plant-json.js'
 import type { Row } from '../rows.js'
 import { openSqliteDatabase, type SqliteOptions, toAttempt, toDelivery, toToken } from './database.js'
 import { GroupCommitWriter, type WriterStats } from './group-commit.js'
@@ -30,8 +31,7 @@ export type { WriterStats } from './group-commit.js'
 const PENDING_BY_AGE = "webhook_deliveries INDEXED BY webhook_deliveries_pending_age WHERE status = 'pending'"
 
 /** A plant row as the API's JSON text (see PlantPage): integer ids print exactly in SQLite. */
-const PLANT_JSON = `'{"id":' || id || ',"name":' || json_quote(name) ||
-  CASE WHEN tag IS NULL THEN '' ELSE ',"tag":' || json_quote(tag) END || '}'`
+const PLANT_JSON = plantJsonSql((column) => `json_quote(${column})`)
 
 /**
  * Keyset listing, one statement per filter combination so each is a plain index range scan with

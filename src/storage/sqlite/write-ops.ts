@@ -11,8 +11,10 @@ import type {
   Subscription,
   TokenRecord,
 } from '../storage.js'
+import { plantFields } from '../../schemas/plant.js'
+import { plantColumns, plantValues, samePlant, toPlant } from '../plant-fields.js'
 import { plantJson } from '../plant-json.js'
-import { RECORDABLE, type Row, toPlant } from '../rows.js'
+import { RECORDABLE, type Row } from '../rows.js'
 
 /** One write, as the writer runs it. */
 export type WriteOp =
@@ -42,9 +44,10 @@ export function prepareWriteOps(db: Database.Database) {
   const exact = (sql: string) => db.prepare(sql).safeIntegers(true)
   const s = {
     insertPlant: exact(
-      'INSERT INTO plants (id, name, tag, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING',
+      `INSERT INTO plants (id, ${plantColumns}, created_at) VALUES (?, ${plantFields.map(() => '?, ').join('')}?)
+        ON CONFLICT (id) DO NOTHING`,
     ),
-    getPlant: exact('SELECT id, name, tag FROM plants WHERE id = ?'),
+    getPlant: exact(`SELECT id, ${plantColumns} FROM plants WHERE id = ?`),
     anySubscription: db.prepare('SELECT EXISTS (SELECT 1 FROM webhook_subscriptions)').pluck(),
     deletePlant: exact('DELETE FROM plants WHERE id = ?'),
     enqueueDeliveries: exact(`INSERT INTO webhook_deliveries
@@ -92,14 +95,13 @@ export function prepareWriteOps(db: Database.Database) {
   const run: { [K in WriteOp['op']]: (op: Extract<WriteOp, { op: K }>) => unknown } = {
     createPlant: ({ plant }): CreateOutcome => {
       const now = Date.now()
-      if (s.insertPlant.run(plant.id, plant.name, plant.tag ?? null, now).changes === 1) {
+      if (s.insertPlant.run(plant.id, ...plantValues(plant), now).changes === 1) {
         subscribed ??= s.anySubscription.get() === 1
         if (subscribed) s.enqueueDeliveries.run(plant.id, plantJson(plant), now, now)
         return { kind: 'created' }
       }
       const existing = toPlant(s.getPlant.get(plant.id) as Row)
-      const same = existing.name === plant.name && existing.tag === plant.tag
-      return same ? { kind: 'replayed' } : { kind: 'conflict', existing }
+      return samePlant(existing, plant) ? { kind: 'replayed' } : { kind: 'conflict', existing }
     },
     deletePlant: ({ id }) => s.deletePlant.run(id).changes === 1,
     createToken: ({ token: t }) => {

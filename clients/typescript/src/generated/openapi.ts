@@ -1625,3 +1625,6 @@ export interface operations {
         };
     };
 }
+
+/** The Plant schema's fields, in its order: what src/json.ts writes and reads besides the id. */
+export const plantFields = [{"name":"name","required":true},{"name":"tag","required":false}] as const;
