@@ -6,7 +6,7 @@ import path from 'node:path'
 import { describe, it } from 'node:test'
 import Database from 'better-sqlite3'
 import {
-  canRunSuite,
+  skipUnless,
   cliPath,
   createToken,
   runCli,
@@ -158,10 +158,10 @@ function onTerminal(args: string[], env: Record<string, string>): Promise<string
 }
 
 const hasScript = spawnSync('script', ['--version']).status === 0
-if (
-  canRunSuite('progress on a terminal', hasScript, 'script(1) from util-linux', 'apt-get install util-linux')
-) {
-  describe('progress on a terminal', () => {
+describe(
+  'progress on a terminal',
+  { skip: skipUnless(hasScript, 'script(1) from util-linux', 'apt-get install util-linux') },
+  () => {
     it('draws a progress line on a terminal stderr, and none when stderr is not one', async () => {
       const folder = tempDir()
       const env = { PLANT_STORE_DB: path.join(folder, 'plants.db') }
@@ -187,5 +187,5 @@ if (
       const piped = await runCli(['export', '--force', out], env)
       assert.equal(piped.stderr, `exported 30,000 plants to ${out}\n`)
     })
-  })
-}
+  },
+)

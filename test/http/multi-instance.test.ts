@@ -4,7 +4,7 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import {
-  canRunSuite,
+  skipUnless,
   createToken,
   postgresHint,
   runCli,
@@ -57,15 +57,10 @@ const plantIdOf = (body: string) => /"id":(\d+)/.exec(body)?.[1] ?? ''
 
 const store: StoreKind = 'postgres'
 
-if (
-  canRunSuite(
-    'several instances on one PostgreSQL',
-    !!process.env.TEST_DATABASE_URL,
-    'TEST_DATABASE_URL',
-    postgresHint,
-  )
-) {
-  describe('three instances on one PostgreSQL', () => {
+describe(
+  'three instances on one PostgreSQL',
+  { skip: skipUnless(!!process.env.TEST_DATABASE_URL, 'TEST_DATABASE_URL', postgresHint) },
+  () => {
     const instances: SpawnedService[] = []
     const receivers: Receiver[] = []
     let env: Record<string, string>
@@ -315,5 +310,5 @@ if (
         `the killed instance held ${heldByDoomed.length} sends; ${created.length} events, all acknowledged`,
       )
     })
-  })
-}
+  },
+)
