@@ -220,6 +220,43 @@ export async function spawnService(
   return { url, child, output: () => output, exited }
 }
 
+export interface StartedProcess {
+  /** The store's environment (a fresh SQLite file or this file's PostgreSQL database). */
+  env: Record<string, string>
+  /** A token made with `tokens create`, as an operator makes one. */
+  token: string
+  service: SpawnedService
+}
+
+export interface StartProcessOptions {
+  /** Added to the store's environment (serviceEnv). */
+  env?: Record<string, string>
+  /** The token's name and scopes (comma-separated; the CLI's default when unset). */
+  name?: string
+  scopes?: string
+  /** Run on the store before the token and the service (an import, a webhook subscriber). */
+  prepare?: (env: Record<string, string>) => Promise<void>
+  /** The service's own environment from the store's (e.g. diskFaultEnv). */
+  serveEnv?: (env: Record<string, string>) => Record<string, string>
+  args?: string[]
+  fileLimit?: number
+}
+
+/**
+ * A fresh store, a token from `tokens create` and `plant-store serve` as a process: the start of
+ * every test that drives the service as an operator runs it. Stop it with stopService.
+ */
+export async function startServiceProcess(
+  store: StoreKind,
+  { env: extra, name = 'test', scopes, prepare, serveEnv, args = [], fileLimit }: StartProcessOptions = {},
+): Promise<StartedProcess> {
+  const env = await serviceEnv(store, extra)
+  await prepare?.(env)
+  const token = await createToken(env, name, scopes)
+  const service = await spawnService(serveEnv ? serveEnv(env) : env, args, { fileLimit })
+  return { env, token, service }
+}
+
 /**
  * SIGTERM, then SIGKILL if the service has not exited within `graceMs`. Resolves with its exit
  * code, or null when it had to be killed (or died of a signal).

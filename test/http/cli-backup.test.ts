@@ -8,28 +8,27 @@ import Database from 'better-sqlite3'
 import {
   skipUnless,
   cliPath,
-  createToken,
   runCli,
   serviceEnv,
-  spawnService,
   stopService,
   tempDir,
   testStores,
+  startServiceProcess,
 } from '../helpers.js'
 import { request } from '../http-client.js'
 
 describe('backup (sqlite)', () => {
   it('copies the store while the service takes writes: integrity ok, every acknowledged plant in it', async (t) => {
     const folder = tempDir()
-    const env = await serviceEnv('sqlite')
     const seed = path.join(folder, 'seed.ndjson')
     fs.writeFileSync(
       seed,
       Array.from({ length: 20_000 }, (_, i) => `{"id":${i + 1},"name":"seed ${i + 1}"}\n`).join(''),
     )
-    assert.equal((await runCli(['import', seed], env)).code, 0)
-    const token = await createToken(env, 'backup-test')
-    const service = await spawnService(env)
+    const { env, token, service } = await startServiceProcess('sqlite', {
+      name: 'backup-test',
+      prepare: async (env) => assert.equal((await runCli(['import', seed], env)).code, 0),
+    })
     t.after(() => stopService(service))
 
     // Writers keep creating plants before, during and after the backup.

@@ -6,7 +6,15 @@ import os from 'node:os'
 import path from 'node:path'
 import { after, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { cliPath, createToken, freePort, runCli, serviceEnv, spawnService, testStores } from '../helpers.js'
+import {
+  cliPath,
+  freePort,
+  runCli,
+  serviceEnv,
+  spawnService,
+  testStores,
+  startServiceProcess,
+} from '../helpers.js'
 import { request } from '../http-client.js'
 
 /**
@@ -45,9 +53,11 @@ for (const store of testStores()) {
     const variants: Record<string, string>[] = store === 'sqlite' ? [{}, { SQLITE_SYNC: 'normal' }] : [{}]
     for (const extra of variants) {
       it(`keeps every acknowledged plant across kill -9 ${JSON.stringify(extra)}`, async () => {
-        const env = await serviceEnv(store, extra)
-        const token = await createToken(env, 'lifecycle')
-        const first = await spawnService(env)
+        const {
+          env,
+          token,
+          service: first,
+        } = await startServiceProcess(store, { env: extra, name: 'lifecycle' })
         // Ids far apart land on different pages of the table and of the tag index.
         const ids = Array.from(
           { length: 200 },
@@ -82,9 +92,7 @@ for (const store of testStores()) {
     }
 
     it('on SIGTERM finishes the request in flight, serves one pipelined behind it, refuses new connections, exits 0', async () => {
-      const env = await serviceEnv(store)
-      const token = await createToken(env, 'lifecycle')
-      const service = await spawnService(env)
+      const { env, token, service } = await startServiceProcess(store, { name: 'lifecycle' })
       await request('POST', `${service.url}/plants`, { token, body: { id: 76, name: 'before' } })
       // A request whose body is still arriving when the signal lands.
       const { socket, rest, reply } = await postInFlight(service.url, token, '{"id":77,"name":"in flight"}')
@@ -115,9 +123,7 @@ for (const store of testStores()) {
     })
 
     it('on SIGTERM tells a request in flight to close its connection, so the client does not reuse it', async () => {
-      const env = await serviceEnv(store)
-      const token = await createToken(env, 'lifecycle')
-      const service = await spawnService(env)
+      const { token, service } = await startServiceProcess(store, { name: 'lifecycle' })
       const { socket, rest, reply } = await postInFlight(service.url, token, '{"id":78,"name":"last one"}')
       await sleep(200)
       service.child.kill('SIGTERM')
@@ -275,9 +281,10 @@ for (const store of testStores()) {
     }
 
     it('answers a body that stops arriving, with or without a FIN or bad chunking, and closes', async () => {
-      const env = await serviceEnv(store, { HEADERS_TIMEOUT_MS: '1000', REQUEST_TIMEOUT_MS: '2000' })
-      const token = await createToken(env, 'lifecycle')
-      const service = await spawnService(env)
+      const { token, service } = await startServiceProcess(store, {
+        env: { HEADERS_TIMEOUT_MS: '1000', REQUEST_TIMEOUT_MS: '2000' },
+        name: 'lifecycle',
+      })
       try {
         const head = (framing: string) =>
           `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n` +
@@ -381,9 +388,7 @@ for (const store of testStores()) {
     })
 
     it('logs one JSON line per request with id, method, route, status and duration, never the token', async () => {
-      const env = await serviceEnv(store)
-      const token = await createToken(env, 'lifecycle')
-      const service = await spawnService(env)
+      const { token, service } = await startServiceProcess(store, { name: 'lifecycle' })
       await request('GET', `${service.url}/plants/123`, { token, headers: { 'x-request-id': 'log-check-1' } })
       // RFC 6750's query form is refused, and its token kept out of the log line all the same.
       const inQuery = await request('GET', `${service.url}/plants?limit=1&access_token=${token}`, {
