@@ -99,7 +99,14 @@ export async function serviceEnv(
   store: StoreKind,
   extra: Record<string, string> = {},
 ): Promise<Record<string, string>> {
-  const env: Record<string, string> = { PORT: '0', LOG_LEVEL: 'silent', ...extra }
+  // Files run side by side on a shared machine: event-loop lag sheds requests with 503 OVERLOADED,
+  // which only load-shedding.test.ts tests (it sets its own threshold).
+  const env: Record<string, string> = {
+    PORT: '0',
+    LOG_LEVEL: 'silent',
+    LOAD_SHED_EVENT_LOOP_DELAY_MS: '0',
+    ...extra,
+  }
   if (store === 'postgres') {
     const url = await fileDatabaseUrl()
     if (!extra.KEEP_DATABASE) await resetPostgres(url)

@@ -7,6 +7,8 @@ import path from 'node:path'
 import { after, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import {
+  type SpawnedService,
+  waitFor,
   cliPath,
   freePort,
   runCli,
@@ -23,15 +25,22 @@ import { request } from '../http-client.js'
  */
 /** Waits (up to 5 s) for a service started outside spawnService to answer /healthz. */
 async function untilHealthy(port: number): Promise<void> {
-  let ready = false
-  for (let i = 0; i < 100 && !ready; i++) {
-    ready = await fetch(`http://127.0.0.1:${port}/healthz`).then(
-      (response) => response.ok,
+  await waitFor(
+    'the service to answer /healthz',
+    () => fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok),
+    5_000,
+  )
+}
+
+/** After a SIGTERM: the service says it is shutting down, and a new connection is refused. */
+async function untilRefusing(service: SpawnedService): Promise<void> {
+  await waitFor('the shutdown to begin', () => /shutting down/.test(service.output()))
+  await waitFor('new connections to be refused', () =>
+    fetch(`${service.url}/healthz`).then(
       () => false,
-    )
-    if (!ready) await sleep(50)
-  }
-  assert.ok(ready, 'the service never answered')
+      () => true,
+    ),
+  )
 }
 
 async function postInFlight(url: string, token: string, body: string) {
@@ -96,9 +105,10 @@ for (const store of testStores()) {
       await request('POST', `${service.url}/plants`, { token, body: { id: 76, name: 'before' } })
       // A request whose body is still arriving when the signal lands.
       const { socket, rest, reply } = await postInFlight(service.url, token, '{"id":77,"name":"in flight"}')
+      // The server must have read the headers (the request is in flight), which no client can see.
       await sleep(200)
       service.child.kill('SIGTERM')
-      await sleep(200)
+      await untilRefusing(service)
       await assert.rejects(fetch(`${service.url}/healthz`), 'a new connection was accepted while draining')
       // A request that arrives on an open connection during the drain is served, and told to close.
       socket.write(`${rest}GET /plants/76 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`)
@@ -125,9 +135,10 @@ for (const store of testStores()) {
     it('on SIGTERM tells a request in flight to close its connection, so the client does not reuse it', async () => {
       const { token, service } = await startServiceProcess(store, { name: 'lifecycle' })
       const { socket, rest, reply } = await postInFlight(service.url, token, '{"id":78,"name":"last one"}')
+      // The server must have read the headers (the request is in flight), which no client can see.
       await sleep(200)
       service.child.kill('SIGTERM')
-      await sleep(200)
+      await waitFor('the shutdown to begin', () => /shutting down/.test(service.output()))
       socket.write(rest)
       const code = await service.exited
       assert.match(reply(), /^HTTP\/1\.1 200 OK\r\n/, reply())
@@ -189,6 +200,7 @@ for (const store of testStores()) {
       silent.on('data', () => {})
       await new Promise((resolve) => silent.once('connect', resolve))
       const closed = new Promise<number>((resolve) => silent.once('close', () => resolve(Date.now())))
+      // A connection that has been silent for a while, not one the server has only just accepted.
       await sleep(200)
       const signalled = Date.now()
       service.child.kill('SIGTERM')
@@ -232,9 +244,8 @@ for (const store of testStores()) {
         const body = JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4))
         assert.equal(body.error, 408)
         assert.equal(body.code, 'REQUEST_TIMEOUT')
-        // The log line travels through a pipe; give it a moment.
-        for (let i = 0; i < 40 && !/"status":408.*"client error"/.test(service.output()); i++) await sleep(50)
-        assert.match(service.output(), /"status":408.*"client error"/)
+        // The log line travels through a pipe.
+        await waitFor('the 408 log line', () => /"status":408.*"client error"/.test(service.output()), 2_000)
       } finally {
         service.child.kill('SIGKILL')
         await service.exited

@@ -181,7 +181,9 @@ describe(
           await sleep(10)
         }
       })
-      await sleep(300)
+      await waitFor('every instance to be probed a few times', () =>
+        [0, 1, 2].every((instance) => samples.filter((s) => s.instance === instance).length >= 3),
+      )
       const revoked = await runCli(['tokens', 'revoke', id], env)
       revokedAt = performance.now()
       assert.equal(revoked.code, 0, revoked.stderr)

@@ -12,9 +12,16 @@ import { type Admin, pgAdmin } from '../pg-admin.js'
 import { storageContract } from './contract.js'
 import { create, listPlants, plant, readPlant } from './fixtures.js'
 import { plantJson } from '../../src/storage/plant-json.js'
-import { fileDatabaseUrl, postgresHint, skipUnless } from '../helpers.js'
+import { fileDatabaseUrl, postgresHint, skipUnless, waitFor } from '../helpers.js'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** How many of the store's connections wait on a lock. */
+const lockWaiters = async (admin: Admin) =>
+  (
+    await admin`SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE application_name = 'plant-store' AND wait_event_type = 'Lock'`
+  )[0]?.n as number
 
 /** One webhook subscriber, so that creates enqueue outbox rows. */
 const subscribeOne = (store: Storage) =>
@@ -258,10 +265,17 @@ describe('postgres storage', { skip }, () => {
         const holder = await admin.reserve()
         await holder`BEGIN`
         await holder`INSERT INTO plants (id, name, created_at) VALUES (777, 'held', now())`
+        // The admin's one connection is the holder's: the waits are watched from another.
+        const watcher = pgAdmin(databaseUrl)
         const created = store.createPlant(plant(777n, 'racing'))
-        await sleep(300)
-        const removed = store.removeSubscription('sub')
-        await sleep(300)
+        await waitFor('the batch to wait on the held row', async () => (await lockWaiters(watcher)) >= 1)
+        let settled = false
+        const removed = store.removeSubscription('sub').finally(() => (settled = true))
+        await waitFor(
+          'the removal to end or wait on the batch',
+          async () => settled || (await lockWaiters(watcher)) >= 2,
+        )
+        await watcher.end()
         await holder`ROLLBACK`
         holder.release()
         assert.equal((await created).kind, 'created')
