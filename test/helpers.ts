@@ -208,10 +208,11 @@ export async function spawnService(
   let output = ''
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
   const url = await new Promise<string>((resolve, reject) => {
+    // Not a speed check: files start services side by side, on a machine that may be shared.
     const timer = setTimeout(() => {
       child.kill('SIGKILL')
       reject(new Error(`service did not start:\n${output}`))
-    }, 15_000)
+    }, 60_000)
     const onData = (chunk: Buffer) => {
       output += chunk.toString()
       const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output)

@@ -23,12 +23,12 @@ import { request } from '../http-client.js'
  * A POST /plants whose body is only partly sent, so it is in flight when a signal lands; `rest` is
  * what completes it, and `reply` collects what the server sends back on the connection.
  */
-/** Waits (up to 5 s) for a service started outside spawnService to answer /healthz. */
+/** Waits (up to 60 s, as spawnService) for a service started outside spawnService to answer /healthz. */
 async function untilHealthy(port: number): Promise<void> {
   await waitFor(
     'the service to answer /healthz',
     () => fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok),
-    5_000,
+    60_000,
   )
 }
 
