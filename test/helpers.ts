@@ -84,9 +84,9 @@ if (process.env.TEST_DATABASE_URL) {
   })
 }
 
-/** Empties a test database (this file's own, by default) so the next service starts from nothing. */
-export async function resetPostgres(url?: string): Promise<void> {
-  const sql = pgAdmin(url ?? (await fileDatabaseUrl()))
+/** Empties this file's database (never TEST_DATABASE_URL's own) so the next service starts from nothing. */
+export async function resetPostgres(): Promise<void> {
+  const sql = pgAdmin(await fileDatabaseUrl())
   try {
     await sql.unsafe('DROP SCHEMA IF EXISTS public CASCADE; CREATE SCHEMA public')
   } finally {
@@ -109,7 +109,7 @@ export async function serviceEnv(
   }
   if (store === 'postgres') {
     const url = await fileDatabaseUrl()
-    if (!extra.KEEP_DATABASE) await resetPostgres(url)
+    if (!extra.KEEP_DATABASE) await resetPostgres()
     env.DATABASE_URL = url
   } else {
     env.PLANT_STORE_DB ??= path.join(tempDir(), 'plants.db')

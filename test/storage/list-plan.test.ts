@@ -81,7 +81,7 @@ const skip = skipUnless(!!process.env.TEST_DATABASE_URL, 'TEST_DATABASE_URL', po
 describe('keyset listing uses an index range scan (postgres)', { skip }, () => {
   it('plans the adapter query shapes as index scans without a sort', async () => {
     const url = await fileDatabaseUrl()
-    await resetPostgres(url)
+    await resetPostgres()
     const sql = pgAdmin(url)
     const migrations = createPool({ url, poolSize: 1, statementTimeoutMs: 60_000 }, false)
     try {
@@ -109,7 +109,7 @@ describe('keyset listing uses an index range scan (postgres)', { skip }, () => {
     } finally {
       await migrations.end()
       await sql.end()
-      await resetPostgres(url)
+      await resetPostgres()
     }
   })
 })
