@@ -1,10 +1,9 @@
 /**
  * The tests' HTTP client: `request` (fetch) and `rawRequest` (node:http, for what fetch will not
- * send). Every response either sees is recorded for the OpenAPI coverage test.
+ * send). Every response either sees is recorded for the OpenAPI coverage step.
  */
-import { appendFileSync, mkdirSync } from 'node:fs'
+import { appendFileSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
-import os from 'node:os'
 import path from 'node:path'
 
 export interface ApiResponse {
@@ -14,7 +13,8 @@ export interface ApiResponse {
   json: any
 }
 
-const observedDir = path.join(os.tmpdir(), `plant-store-observed-${process.ppid}`)
+// Set by scripts/run-tests.mjs for the whole suite; a file run on its own records nothing.
+const observedDir = process.env.PLANT_STORE_OBSERVED_DIR
 
 /** Maps a concrete path to its route template, as the OpenAPI document names it. */
 export function routeOf(pathname: string): string {
@@ -35,21 +35,17 @@ const DECLARED_HEADERS = [
 
 /**
  * Every response a test sees is recorded (method, route, status, and which DECLARED_HEADERS it
- * carried) so the coverage test can check that the served document declares it. Files are per
- * test run: the runner is every file's parent.
+ * carried) so scripts/openapi-coverage.mjs can check that the served document declares it: one
+ * file per test process in the runner's folder.
  */
 function observe(method: string, url: string, status: number, has: (header: string) => boolean): void {
-  mkdirSync(observedDir, { recursive: true })
+  if (!observedDir) return
   const route = routeOf(new URL(url).pathname)
   const headers = DECLARED_HEADERS.filter(has)
   appendFileSync(
     path.join(observedDir, `${process.pid}.jsonl`),
     `${JSON.stringify({ method, route, status, headers })}\n`,
   )
-}
-
-export function observedResponsesDir(): string {
-  return observedDir
 }
 
 export interface RequestOptions {

@@ -11,7 +11,7 @@ import { after, before, describe, it, type TestContext } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { loadConfig } from '../../src/config.js'
 import {
-  canRunSuite,
+  suiteRunsHere,
   createToken,
   freePort,
   projectRoot,
@@ -129,7 +129,7 @@ const hasPostgres =
 
 for (const mode of ['sync', 'async'] as const) {
   if (
-    !canRunSuite(
+    !suiteRunsHere(
       `failover on a two-node ${mode} cluster`,
       hasPostgres,
       'PostgreSQL server binaries',

@@ -126,6 +126,7 @@ for (const store of testStores()) {
     it('stops a token at expiry even while it is cached', async () => {
       const shortLived = await service.token(undefined, new Date(Date.now() + 300))
       assert.equal((await request('GET', `${service.url}/plants/1`, { token: shortLived })).status, 404)
+      // Past the token's expiry, while it is still cached: the wait is what is tested.
       await sleep(400)
       assert.equal((await request('GET', `${service.url}/plants/1`, { token: shortLived })).status, 401)
     })
@@ -138,6 +139,7 @@ for (const store of testStores()) {
         .slice(-1)
       assert.ok(record)
       assert.equal(await service.storage.revokeToken(record.id), true)
+      // Past the one-second bound of the token cache: the wait is what is tested.
       await sleep(1050)
       const response = await request('GET', `${service.url}/plants/1`, { token: doomed })
       assert.equal(response.status, 401)

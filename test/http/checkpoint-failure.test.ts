@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import { describe, it } from 'node:test'
-import { createToken, serviceEnv, spawnService, stopService } from '../helpers.js'
+import { spawnService, stopService, startServiceProcess } from '../helpers.js'
 import { request } from '../http-client.js'
 import { diskFaultEnv } from '../shim.js'
 
@@ -25,10 +25,12 @@ const plant = (id: number) => ({ id, name: `${'n'.repeat(180)} ${id}`, tag: `tag
 describe('checkpoints into the database file (sqlite)', () => {
   for (const fault of ['db-sync', 'db-sync-once', 'db-write-eio', 'db-write-enospc'] as const) {
     it(`stops taking writes at the first checkpoint that fails (${fault})`, async () => {
-      const env = await serviceEnv('sqlite', NO_SHEDDING)
-      const token = await createToken(env, 'checkpoint')
+      const { env, token, service } = await startServiceProcess('sqlite', {
+        env: NO_SHEDDING,
+        name: 'checkpoint',
+        serveEnv: (env) => diskFaultEnv(env, `${env.PLANT_STORE_DB}.disk-fault`),
+      })
       const marker = `${env.PLANT_STORE_DB}.disk-fault`
-      const service = await spawnService(diskFaultEnv(env, marker))
       const create = (url: string, id: number) => request('POST', `${url}/plants`, { token, body: plant(id) })
       const acknowledged: number[] = []
       try {
@@ -94,9 +96,11 @@ describe('checkpoints into the database file (sqlite)', () => {
   }
 
   it('keeps the WAL bounded under steady writes, and reports its size in /readyz and the metrics', async () => {
-    const env = await serviceEnv('sqlite', NO_SHEDDING)
-    const token = await createToken(env, 'checkpoint', 'plants:read,plants:write,metrics:read')
-    const service = await spawnService(env)
+    const { token, service } = await startServiceProcess('sqlite', {
+      env: NO_SHEDDING,
+      name: 'checkpoint',
+      scopes: 'plants:read,plants:write,metrics:read',
+    })
     try {
       const sizes: number[] = []
       for (let round = 0; round < 120; round++) {

@@ -6,14 +6,13 @@ import path from 'node:path'
 import { describe, it } from 'node:test'
 import Database from 'better-sqlite3'
 import {
-  canRunSuite,
-  createToken,
+  skipUnless,
   runCli,
   serviceEnv,
-  spawnService,
   stopService,
   tempDir,
   testStores,
+  startServiceProcess,
 } from '../helpers.js'
 import { request } from '../http-client.js'
 import { onTerminal } from './terminal.js'
@@ -21,15 +20,15 @@ import { onTerminal } from './terminal.js'
 describe('backup (sqlite)', () => {
   it('copies the store while the service takes writes: integrity ok, every acknowledged plant in it', async (t) => {
     const folder = tempDir()
-    const env = await serviceEnv('sqlite')
     const seed = path.join(folder, 'seed.ndjson')
     fs.writeFileSync(
       seed,
       Array.from({ length: 20_000 }, (_, i) => `{"id":${i + 1},"name":"seed ${i + 1}"}\n`).join(''),
     )
-    assert.equal((await runCli(['import', seed], env)).code, 0)
-    const token = await createToken(env, 'backup-test')
-    const service = await spawnService(env)
+    const { env, token, service } = await startServiceProcess('sqlite', {
+      name: 'backup-test',
+      prepare: async (env) => assert.equal((await runCli(['import', seed], env)).code, 0),
+    })
     t.after(() => stopService(service))
 
     // Writers keep creating plants before, during and after the backup.
@@ -144,10 +143,10 @@ const onScreen = async (args: string[], env: Record<string, string>) =>
   (await onTerminal(args, env)).replaceAll('\u001b[2K', '<clear>')
 
 const hasScript = spawnSync('script', ['--version']).status === 0
-if (
-  canRunSuite('progress on a terminal', hasScript, 'script(1) from util-linux', 'apt-get install util-linux')
-) {
-  describe('progress on a terminal', () => {
+describe(
+  'progress on a terminal',
+  { skip: skipUnless(hasScript, 'script(1) from util-linux', 'apt-get install util-linux') },
+  () => {
     it('draws a progress line on a terminal stderr, and none when stderr is not one', async () => {
       const folder = tempDir()
       const env = { PLANT_STORE_DB: path.join(folder, 'plants.db') }
@@ -173,5 +172,5 @@ if (
       const piped = await runCli(['export', '--force', out], env)
       assert.equal(piped.stderr, `exported 30,000 plants to ${out}\n`)
     })
-  })
-}
+  },
+)

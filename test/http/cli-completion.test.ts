@@ -4,7 +4,7 @@ import { execFile, spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 import { describe, it } from 'node:test'
-import { canRunSuite, cliPath, runCli, tempDir, waitFor } from '../helpers.js'
+import { suiteRunsHere, cliPath, runCli, tempDir, waitFor } from '../helpers.js'
 import { setupWebhooks } from './webhook-harness.js'
 
 const run = (file: string, args: string[], env: Record<string, string>, cwd: string) =>
@@ -97,7 +97,7 @@ describe('bash completion, run by bash', () => {
 })
 
 const hasFish = spawnSync('fish', ['--version']).status === 0
-if (canRunSuite('fish completion', hasFish, 'fish', 'apt-get install fish')) {
+if (suiteRunsHere('fish completion', hasFish, 'fish', 'apt-get install fish')) {
   describe('fish completion, run by fish', () => {
     it('completes commands, subcommands, flags and token ids', async () => {
       const folder = tempDir()

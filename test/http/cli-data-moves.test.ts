@@ -31,7 +31,7 @@ for (const store of testStores()) {
   describe(`export and import (${store})`, () => {
     /** A fresh store: a new SQLite file, or the PostgreSQL database emptied. */
     const freshEnv = async () => {
-      if (store === 'postgres') await resetPostgres(process.env.TEST_DATABASE_URL as string)
+      if (store === 'postgres') await resetPostgres()
       return serviceEnv(store, { KEEP_DATABASE: '1' })
     }
 

@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 import { describe, it } from 'node:test'
-import { canRunSuite, runCli, tempDir } from '../helpers.js'
+import { suiteRunsHere, runCli, tempDir } from '../helpers.js'
 import { onTerminal } from './terminal.js'
 
 /** What a terminal shows, its line ends as a file has them. */
@@ -102,7 +102,7 @@ describe('the CLI for a person', () => {
 
 const hasScript = spawnSync('script', ['--version']).status === 0
 if (
-  canRunSuite('the CLI on a terminal', hasScript, 'script(1) from util-linux', 'apt-get install util-linux')
+  suiteRunsHere('the CLI on a terminal', hasScript, 'script(1) from util-linux', 'apt-get install util-linux')
 ) {
   describe('the CLI on a terminal', () => {
     const tokenEnv = async () => {

@@ -8,13 +8,13 @@ import net from 'node:net'
 import { after, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import {
-  createToken,
   runCli,
   type SpawnedService,
   serviceEnv,
   spawnService,
   stopService,
   waitFor,
+  startServiceProcess,
 } from '../helpers.js'
 import { rawRequest, request } from '../http-client.js'
 
@@ -81,23 +81,27 @@ describe('descriptors under a low open-file limit', () => {
   })
 
   it('stays up with 24 slow webhook subscribers and 200 idle API connections, and answers /healthz after', async () => {
-    const env = await serviceEnv('sqlite', {
-      WEBHOOK_ALLOW_PRIVATE: 'true',
-      WEBHOOK_POLL_MS: '50',
-      WEBHOOK_TIMEOUT_MS: '30000',
-      WEBHOOK_LEASE_MS: '60000',
-    })
     const held: http.ServerResponse[] = []
     const slow = http.createServer((_request, response) => held.push(response))
     servers.push(slow)
     await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve))
     const { port } = slow.address() as net.AddressInfo
-    for (let i = 0; i < 24; i++) {
-      const added = await runCli(['webhooks', 'add', `http://127.0.0.1:${port}/slow${i}`], env)
-      assert.equal(added.code, 0, added.stderr)
-    }
-    const token = await createToken(env, 'budget')
-    const service = await spawnService(env, [], { fileLimit: FILE_LIMIT })
+    const { token, service } = await startServiceProcess('sqlite', {
+      env: {
+        WEBHOOK_ALLOW_PRIVATE: 'true',
+        WEBHOOK_POLL_MS: '50',
+        WEBHOOK_TIMEOUT_MS: '30000',
+        WEBHOOK_LEASE_MS: '60000',
+      },
+      name: 'budget',
+      prepare: async (env) => {
+        for (let i = 0; i < 24; i++) {
+          const added = await runCli(['webhooks', 'add', `http://127.0.0.1:${port}/slow${i}`], env)
+          assert.equal(added.code, 0, added.stderr)
+        }
+      },
+      fileLimit: FILE_LIMIT,
+    })
     services.push(service)
     for (let id = 1; id <= 3; id++) {
       const created = await request('POST', `${service.url}/plants`, { token, body: { id, name: `P${id}` } })
@@ -114,9 +118,11 @@ describe('descriptors under a low open-file limit', () => {
   // At 1024 (a common default) the defaults hold them, and a refusal under a lower cap is answered.
   for (const extra of [{}, { MAX_CONNECTIONS_PER_ADDRESS: '256' }] as Record<string, string>[]) {
     it(`answers every one of 500 concurrent creates from one address under ulimit -n 1024 ${JSON.stringify(extra)}`, async (t) => {
-      const env = await serviceEnv('sqlite', extra)
-      const token = await createToken(env, 'budget')
-      const service = await spawnService(env, [], { fileLimit: 1024 })
+      const { token, service } = await startServiceProcess('sqlite', {
+        env: extra,
+        name: 'budget',
+        fileLimit: 1024,
+      })
       services.push(service)
       const outcomes = await Promise.allSettled(
         Array.from({ length: 500 }, (_, i) =>

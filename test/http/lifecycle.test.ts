@@ -6,24 +6,41 @@ import os from 'node:os'
 import path from 'node:path'
 import { after, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { cliPath, createToken, freePort, runCli, serviceEnv, spawnService, testStores } from '../helpers.js'
+import {
+  type SpawnedService,
+  waitFor,
+  cliPath,
+  freePort,
+  runCli,
+  serviceEnv,
+  spawnService,
+  testStores,
+  startServiceProcess,
+} from '../helpers.js'
 import { request } from '../http-client.js'
 
 /**
  * A POST /plants whose body is only partly sent, so it is in flight when a signal lands; `rest` is
  * what completes it, and `reply` collects what the server sends back on the connection.
  */
-/** Waits (up to 5 s) for a service started outside spawnService to answer /healthz. */
+/** Waits (up to 60 s, as spawnService) for a service started outside spawnService to answer /healthz. */
 async function untilHealthy(port: number): Promise<void> {
-  let ready = false
-  for (let i = 0; i < 100 && !ready; i++) {
-    ready = await fetch(`http://127.0.0.1:${port}/healthz`).then(
-      (response) => response.ok,
+  await waitFor(
+    'the service to answer /healthz',
+    () => fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok),
+    60_000,
+  )
+}
+
+/** After a SIGTERM: the service says it is shutting down, and a new connection is refused. */
+async function untilRefusing(service: SpawnedService): Promise<void> {
+  await waitFor('the shutdown to begin', () => /shutting down/.test(service.output()))
+  await waitFor('new connections to be refused', () =>
+    fetch(`${service.url}/healthz`).then(
       () => false,
-    )
-    if (!ready) await sleep(50)
-  }
-  assert.ok(ready, 'the service never answered')
+      () => true,
+    ),
+  )
 }
 
 async function postInFlight(url: string, token: string, body: string) {
@@ -45,9 +62,11 @@ for (const store of testStores()) {
     const variants: Record<string, string>[] = store === 'sqlite' ? [{}, { SQLITE_SYNC: 'normal' }] : [{}]
     for (const extra of variants) {
       it(`keeps every acknowledged plant across kill -9 ${JSON.stringify(extra)}`, async () => {
-        const env = await serviceEnv(store, extra)
-        const token = await createToken(env, 'lifecycle')
-        const first = await spawnService(env)
+        const {
+          env,
+          token,
+          service: first,
+        } = await startServiceProcess(store, { env: extra, name: 'lifecycle' })
         // Ids far apart land on different pages of the table and of the tag index.
         const ids = Array.from(
           { length: 200 },
@@ -82,15 +101,14 @@ for (const store of testStores()) {
     }
 
     it('on SIGTERM finishes the request in flight, serves one pipelined behind it, refuses new connections, exits 0', async () => {
-      const env = await serviceEnv(store)
-      const token = await createToken(env, 'lifecycle')
-      const service = await spawnService(env)
+      const { env, token, service } = await startServiceProcess(store, { name: 'lifecycle' })
       await request('POST', `${service.url}/plants`, { token, body: { id: 76, name: 'before' } })
       // A request whose body is still arriving when the signal lands.
       const { socket, rest, reply } = await postInFlight(service.url, token, '{"id":77,"name":"in flight"}')
+      // The server must have read the headers (the request is in flight), which no client can see.
       await sleep(200)
       service.child.kill('SIGTERM')
-      await sleep(200)
+      await untilRefusing(service)
       await assert.rejects(fetch(`${service.url}/healthz`), 'a new connection was accepted while draining')
       // A request that arrives on an open connection during the drain is served, and told to close.
       socket.write(`${rest}GET /plants/76 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`)
@@ -115,13 +133,12 @@ for (const store of testStores()) {
     })
 
     it('on SIGTERM tells a request in flight to close its connection, so the client does not reuse it', async () => {
-      const env = await serviceEnv(store)
-      const token = await createToken(env, 'lifecycle')
-      const service = await spawnService(env)
+      const { token, service } = await startServiceProcess(store, { name: 'lifecycle' })
       const { socket, rest, reply } = await postInFlight(service.url, token, '{"id":78,"name":"last one"}')
+      // The server must have read the headers (the request is in flight), which no client can see.
       await sleep(200)
       service.child.kill('SIGTERM')
-      await sleep(200)
+      await waitFor('the shutdown to begin', () => /shutting down/.test(service.output()))
       socket.write(rest)
       const code = await service.exited
       assert.match(reply(), /^HTTP\/1\.1 200 OK\r\n/, reply())
@@ -183,6 +200,7 @@ for (const store of testStores()) {
       silent.on('data', () => {})
       await new Promise((resolve) => silent.once('connect', resolve))
       const closed = new Promise<number>((resolve) => silent.once('close', () => resolve(Date.now())))
+      // A connection that has been silent for a while, not one the server has only just accepted.
       await sleep(200)
       const signalled = Date.now()
       service.child.kill('SIGTERM')
@@ -226,9 +244,8 @@ for (const store of testStores()) {
         const body = JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4))
         assert.equal(body.error, 408)
         assert.equal(body.code, 'REQUEST_TIMEOUT')
-        // The log line travels through a pipe; give it a moment.
-        for (let i = 0; i < 40 && !/"status":408.*"client error"/.test(service.output()); i++) await sleep(50)
-        assert.match(service.output(), /"status":408.*"client error"/)
+        // The log line travels through a pipe.
+        await waitFor('the 408 log line', () => /"status":408.*"client error"/.test(service.output()), 2_000)
       } finally {
         service.child.kill('SIGKILL')
         await service.exited
@@ -275,9 +292,10 @@ for (const store of testStores()) {
     }
 
     it('answers a body that stops arriving, with or without a FIN or bad chunking, and closes', async () => {
-      const env = await serviceEnv(store, { HEADERS_TIMEOUT_MS: '1000', REQUEST_TIMEOUT_MS: '2000' })
-      const token = await createToken(env, 'lifecycle')
-      const service = await spawnService(env)
+      const { token, service } = await startServiceProcess(store, {
+        env: { HEADERS_TIMEOUT_MS: '1000', REQUEST_TIMEOUT_MS: '2000' },
+        name: 'lifecycle',
+      })
       try {
         const head = (framing: string) =>
           `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n` +
@@ -381,9 +399,7 @@ for (const store of testStores()) {
     })
 
     it('logs one JSON line per request with id, method, route, status and duration, never the token', async () => {
-      const env = await serviceEnv(store)
-      const token = await createToken(env, 'lifecycle')
-      const service = await spawnService(env)
+      const { token, service } = await startServiceProcess(store, { name: 'lifecycle' })
       await request('GET', `${service.url}/plants/123`, { token, headers: { 'x-request-id': 'log-check-1' } })
       // RFC 6750's query form is refused, and its token kept out of the log line all the same.
       const inQuery = await request('GET', `${service.url}/plants?limit=1&access_token=${token}`, {

@@ -137,7 +137,7 @@ describe('where metrics are served', () => {
   it('METRICS=false serves none', async () => {
     const service = await startService('sqlite', { METRICS: 'false' })
     try {
-      // Plain fetch, not recorded for the OpenAPI coverage test: this deployment has no such
+      // Plain fetch, not recorded for the OpenAPI coverage step: this deployment has no such
       // operation, where the document's default one has.
       const response = await fetch(`${service.url}/metrics`)
       assert.equal(response.status, 404)

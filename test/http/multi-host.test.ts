@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import {
-  canRunSuite,
+  suiteRunsHere,
   createToken,
   freePort,
   postgresHint,
@@ -58,7 +58,7 @@ function createLoad(base: string, token: string, clients: number, firstId: bigin
 }
 
 if (
-  canRunSuite(
+  suiteRunsHere(
     'multi-host DATABASE_URL and failover',
     !!process.env.TEST_DATABASE_URL,
     'TEST_DATABASE_URL',

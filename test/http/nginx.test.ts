@@ -6,7 +6,7 @@ import path from 'node:path'
 import { describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import {
-  canRunSuite,
+  skipUnless,
   createToken,
   freePort,
   projectRoot,
@@ -136,168 +136,171 @@ const alive = (pid: number) => {
   }
 }
 
-if (
-  canRunSuite(
-    'three instances behind nginx',
-    nginxInstalled(),
-    'nginx',
-    'apt-get install -y nginx, or run scripts/nginx-demo.sh once',
-  )
-) {
-  for (const store of testStores()) {
-    describe(`three instances behind nginx (${store}, scripts/nginx-demo.sh with deploy/nginx.conf)`, () => {
-      it('spreads requests over the instances, passes X-Request-Id and errors through, and fails over', async () => {
-        const env = await serviceEnv(store)
-        const token = await createToken(env, 'nginx')
-        const demo = await startDemo(env)
-        try {
-          const { url, dir } = demo
+describe(
+  'three instances behind nginx',
+  {
+    skip: skipUnless(
+      nginxInstalled(),
+      'nginx',
+      'apt-get install -y nginx, or run scripts/nginx-demo.sh once',
+    ),
+  },
+  () => {
+    for (const store of testStores()) {
+      describe(`three instances behind nginx (${store}, scripts/nginx-demo.sh with deploy/nginx.conf)`, () => {
+        it('spreads requests over the instances, passes X-Request-Id and errors through, and fails over', async () => {
+          const env = await serviceEnv(store)
+          const token = await createToken(env, 'nginx')
+          const demo = await startDemo(env)
+          try {
+            const { url, dir } = demo
 
-          const post = await request('POST', `${url}/plants`, {
-            token,
-            body: '{"id":9223372036854775807,"name":"Behind nginx","tag":"lb"}',
-            headers: { 'x-request-id': 'nginx-create-1' },
-          })
-          assert.equal(post.status, 200, post.text)
-          assert.equal(post.text, '{"name":"Behind nginx","tag":"lb"}')
-          assert.equal(post.headers.get('x-request-id'), 'nginx-create-1')
-
-          const read = await request('GET', `${url}/plants/9223372036854775807`, { token })
-          assert.equal(read.status, 200)
-
-          // The next-page link points back through nginx, with its port, and works.
-          await request('POST', `${url}/plants`, { token, body: { id: 1, name: 'first' } })
-          const page = await request('GET', `${url}/plants?limit=1`, { token })
-          const next = /^<([^>]+)>; rel="next"$/.exec(page.headers.get('link') ?? '')?.[1]
-          assert.equal(next, `${url}/plants?limit=1&after=1`)
-          assert.equal((await request('GET', next, { token })).status, 200)
-          assert.equal(read.text, '{"id":9223372036854775807,"name":"Behind nginx","tag":"lb"}')
-
-          // The service's 401 comes through untouched: status, Error body and challenge.
-          const unauthenticated = await request('GET', `${url}/plants`, {
-            headers: { 'x-request-id': 'nginx-401' },
-          })
-          assert.equal(unauthenticated.status, 401)
-          assert.equal(unauthenticated.json.error, 401)
-          assert.match(unauthenticated.headers.get('www-authenticate') ?? '', /^Bearer realm="plant-store"/)
-          assert.equal(unauthenticated.headers.get('x-request-id'), 'nginx-401')
-
-          // Without an X-Request-Id, nginx makes one ($request_id) and the instance logs that one.
-          const anonymous = await request('GET', `${url}/healthz`)
-          const generated = anonymous.headers.get('x-request-id') ?? ''
-          assert.match(generated, /^[0-9a-f]{32}$/)
-
-          const ids = Array.from({ length: 12 }, (_, i) => `nginx-rr-${i}`)
-          for (const id of ids) {
-            const response = await request('GET', `${url}/plants/9223372036854775807`, {
+            const post = await request('POST', `${url}/plants`, {
               token,
-              headers: { 'x-request-id': id },
+              body: '{"id":9223372036854775807,"name":"Behind nginx","tag":"lb"}',
+              headers: { 'x-request-id': 'nginx-create-1' },
             })
-            assert.equal(response.status, 200)
-            assert.equal(response.headers.get('x-request-id'), id)
-          }
-          const wanted = [...ids, 'nginx-create-1', 'nginx-401', generated]
-          let served = new Map<string, number>()
-          for (let i = 0; i < 50 && served.size < wanted.length; i++) {
-            served = servedBy(dir, wanted)
-            await sleep(50)
-          }
-          assert.equal(served.size, wanted.length, 'every request id reached an instance log unchanged')
-          const instances = new Set(ids.map((id) => served.get(id)))
-          assert.ok(instances.size > 1, `all requests went to instance ${[...instances].join(', ')}`)
-          assert.match(
-            readFileSync(path.join(dir, 'access.log'), 'utf8'),
-            /rid=nginx-rr-0 upstream=127\.0\.0\.1:\d+/,
-          )
+            assert.equal(post.status, 200, post.text)
+            assert.equal(post.text, '{"name":"Behind nginx","tag":"lb"}')
+            assert.equal(post.headers.get('x-request-id'), 'nginx-create-1')
 
-          // An instance dies: connections to it are refused, and nginx moves the request on, even
-          // a POST (nothing was sent to the dead one). Nothing reaches the client but 200s.
-          const victim = Number(readFileSync(path.join(dir, 'instance-1.pid'), 'utf8'))
-          process.kill(victim, 'SIGKILL')
-          for (let i = 0; i < 250 && alive(victim); i++) await sleep(20)
-          assert.ok(!alive(victim))
-          for (let i = 0; i < 9; i++) {
-            const write = await request('POST', `${url}/plants`, {
+            const read = await request('GET', `${url}/plants/9223372036854775807`, { token })
+            assert.equal(read.status, 200)
+
+            // The next-page link points back through nginx, with its port, and works.
+            await request('POST', `${url}/plants`, { token, body: { id: 1, name: 'first' } })
+            const page = await request('GET', `${url}/plants?limit=1`, { token })
+            const next = /^<([^>]+)>; rel="next"$/.exec(page.headers.get('link') ?? '')?.[1]
+            assert.equal(next, `${url}/plants?limit=1&after=1`)
+            assert.equal((await request('GET', next, { token })).status, 200)
+            assert.equal(read.text, '{"id":9223372036854775807,"name":"Behind nginx","tag":"lb"}')
+
+            // The service's 401 comes through untouched: status, Error body and challenge.
+            const unauthenticated = await request('GET', `${url}/plants`, {
+              headers: { 'x-request-id': 'nginx-401' },
+            })
+            assert.equal(unauthenticated.status, 401)
+            assert.equal(unauthenticated.json.error, 401)
+            assert.match(unauthenticated.headers.get('www-authenticate') ?? '', /^Bearer realm="plant-store"/)
+            assert.equal(unauthenticated.headers.get('x-request-id'), 'nginx-401')
+
+            // Without an X-Request-Id, nginx makes one ($request_id) and the instance logs that one.
+            const anonymous = await request('GET', `${url}/healthz`)
+            const generated = anonymous.headers.get('x-request-id') ?? ''
+            assert.match(generated, /^[0-9a-f]{32}$/)
+
+            const ids = Array.from({ length: 12 }, (_, i) => `nginx-rr-${i}`)
+            for (const id of ids) {
+              const response = await request('GET', `${url}/plants/9223372036854775807`, {
+                token,
+                headers: { 'x-request-id': id },
+              })
+              assert.equal(response.status, 200)
+              assert.equal(response.headers.get('x-request-id'), id)
+            }
+            const wanted = [...ids, 'nginx-create-1', 'nginx-401', generated]
+            let served = new Map<string, number>()
+            for (let i = 0; i < 50 && served.size < wanted.length; i++) {
+              served = servedBy(dir, wanted)
+              await sleep(50)
+            }
+            assert.equal(served.size, wanted.length, 'every request id reached an instance log unchanged')
+            const instances = new Set(ids.map((id) => served.get(id)))
+            assert.ok(instances.size > 1, `all requests went to instance ${[...instances].join(', ')}`)
+            assert.match(
+              readFileSync(path.join(dir, 'access.log'), 'utf8'),
+              /rid=nginx-rr-0 upstream=127\.0\.0\.1:\d+/,
+            )
+
+            // An instance dies: connections to it are refused, and nginx moves the request on, even
+            // a POST (nothing was sent to the dead one). Nothing reaches the client but 200s.
+            const victim = Number(readFileSync(path.join(dir, 'instance-1.pid'), 'utf8'))
+            process.kill(victim, 'SIGKILL')
+            for (let i = 0; i < 250 && alive(victim); i++) await sleep(20)
+            assert.ok(!alive(victim))
+            for (let i = 0; i < 9; i++) {
+              const write = await request('POST', `${url}/plants`, {
+                token,
+                body: `{"id":${100 + i},"name":"failover"}`,
+              })
+              assert.equal(write.status, 200, write.text)
+              const again = await request('GET', `${url}/plants/${100 + i}`, { token })
+              assert.equal(again.status, 200)
+            }
+
+            // nginx's own errors come in the Error shape too, not as its HTML pages.
+            const tooBig = await request('POST', `${url}/plants`, {
               token,
-              body: `{"id":${100 + i},"name":"failover"}`,
+              body: `"${'x'.repeat(2 * 1024 * 1024)}"`,
             })
-            assert.equal(write.status, 200, write.text)
-            const again = await request('GET', `${url}/plants/${100 + i}`, { token })
-            assert.equal(again.status, 200)
-          }
+            assert.equal(tooBig.status, 413)
+            assert.match(tooBig.headers.get('content-type') ?? '', /^application\/json/)
+            assert.equal(tooBig.json.error, 413)
+            assert.match(tooBig.json.message, /client_max_body_size/)
 
-          // nginx's own errors come in the Error shape too, not as its HTML pages.
-          const tooBig = await request('POST', `${url}/plants`, {
-            token,
-            body: `"${'x'.repeat(2 * 1024 * 1024)}"`,
-          })
-          assert.equal(tooBig.status, 413)
-          assert.match(tooBig.headers.get('content-type') ?? '', /^application\/json/)
-          assert.equal(tooBig.json.error, 413)
-          assert.match(tooBig.json.message, /client_max_body_size/)
+            // Requests nginx refuses itself, before any instance sees them. Those refused while
+            // reading the request line (400, 414, 505) have no URI yet: nginx must still answer in
+            // the Error shape, not with an HTML 500 ("empty URI in redirect to named location").
+            const longQuery = 'a'.repeat(9000)
+            for (const [label, bytes, status] of [
+              ['a bad request line', 'HELLO\r\n\r\n', 400],
+              [
+                'a URL over large_client_header_buffers',
+                `GET /plants?x=${longQuery} HTTP/1.1\r\nHost: x\r\n\r\n`,
+                414,
+              ],
+              ['HTTP/9.9', 'GET /plants HTTP/9.9\r\nHost: x\r\n\r\n', 505],
+              ['a space in a header name', 'GET /plants HTTP/1.1\r\nHost: x\r\nBad Header: x\r\n\r\n', 400],
+              ['an HTTP/1.1 request without Host', 'GET /plants HTTP/1.1\r\n\r\n', 400],
+              [
+                'headers over large_client_header_buffers',
+                `GET /plants HTTP/1.1\r\nHost: x\r\nX-Big: ${longQuery}\r\n\r\n`,
+                431,
+              ],
+            ] as const) {
+              const refused = await rawExchange(url, bytes)
+              assert.equal(refused.status, status, `${label}:\n${refused.raw}`)
+              assert.match(refused.headers.get('content-type') ?? '', /^application\/json/, label)
+              const body = JSON.parse(refused.text) as { error: unknown; message: unknown }
+              assert.equal(body.error, status, label)
+              assert.equal(typeof body.message, 'string', label)
+            }
+            assert.doesNotMatch(
+              readFileSync(path.join(dir, 'nginx/logs/error.log'), 'utf8'),
+              /empty URI in redirect/,
+            )
 
-          // Requests nginx refuses itself, before any instance sees them. Those refused while
-          // reading the request line (400, 414, 505) have no URI yet: nginx must still answer in
-          // the Error shape, not with an HTML 500 ("empty URI in redirect to named location").
-          const longQuery = 'a'.repeat(9000)
-          for (const [label, bytes, status] of [
-            ['a bad request line', 'HELLO\r\n\r\n', 400],
-            [
-              'a URL over large_client_header_buffers',
-              `GET /plants?x=${longQuery} HTTP/1.1\r\nHost: x\r\n\r\n`,
-              414,
-            ],
-            ['HTTP/9.9', 'GET /plants HTTP/9.9\r\nHost: x\r\n\r\n', 505],
-            ['a space in a header name', 'GET /plants HTTP/1.1\r\nHost: x\r\nBad Header: x\r\n\r\n', 400],
-            ['an HTTP/1.1 request without Host', 'GET /plants HTTP/1.1\r\n\r\n', 400],
-            [
-              'headers over large_client_header_buffers',
-              `GET /plants HTTP/1.1\r\nHost: x\r\nX-Big: ${longQuery}\r\n\r\n`,
-              431,
-            ],
-          ] as const) {
-            const refused = await rawExchange(url, bytes)
-            assert.equal(refused.status, status, `${label}:\n${refused.raw}`)
-            assert.match(refused.headers.get('content-type') ?? '', /^application\/json/, label)
-            const body = JSON.parse(refused.text) as { error: unknown; message: unknown }
-            assert.equal(body.error, status, label)
-            assert.equal(typeof body.message, 'string', label)
-          }
-          assert.doesNotMatch(
-            readFileSync(path.join(dir, 'nginx/logs/error.log'), 'utf8'),
-            /empty URI in redirect/,
-          )
+            // The access log has the path, never the query string (which could carry a secret).
+            const accessLog = readFileSync(path.join(dir, 'access.log'), 'utf8')
+            assert.match(accessLog, /"GET \/plants HTTP\/1\.1" 200 /)
+            assert.doesNotMatch(accessLog, /limit=1/)
+            // limit_req and limit_conn: a burst from one address past them is refused 429, in the
+            // Error shape (global fetch: these are nginx's answers, not the API's).
+            const burst = await Promise.all(Array.from({ length: 300 }, () => fetch(`${url}/healthz`)))
+            const refusedBurst = burst.filter((answer) => answer.status === 429)
+            const [firstRefused] = refusedBurst
+            assert.ok(firstRefused, 'some of a 300-request burst are refused')
+            assert.equal(((await firstRefused.json()) as { error: number }).error, 429)
+            assert.equal(firstRefused.headers.get('retry-after'), '1')
 
-          // The access log has the path, never the query string (which could carry a secret).
-          const accessLog = readFileSync(path.join(dir, 'access.log'), 'utf8')
-          assert.match(accessLog, /"GET \/plants HTTP\/1\.1" 200 /)
-          assert.doesNotMatch(accessLog, /limit=1/)
-          // limit_req and limit_conn: a burst from one address past them is refused 429, in the
-          // Error shape (global fetch: these are nginx's answers, not the API's).
-          const burst = await Promise.all(Array.from({ length: 300 }, () => fetch(`${url}/healthz`)))
-          const refusedBurst = burst.filter((answer) => answer.status === 429)
-          const [firstRefused] = refusedBurst
-          assert.ok(firstRefused, 'some of a 300-request burst are refused')
-          assert.equal(((await firstRefused.json()) as { error: number }).error, 429)
-          assert.equal(firstRefused.headers.get('retry-after'), '1')
-
-          const pids = [2, 3].map((n) => Number(readFileSync(path.join(dir, `instance-${n}.pid`), 'utf8')))
-          const nginxPid = Number(readFileSync(path.join(dir, 'nginx/nginx.pid'), 'utf8'))
-          demo.child.kill('SIGTERM')
-          const code = await Promise.race([
-            demo.exited,
-            sleep(30_000, undefined, { ref: false }).then(() => 'timeout' as const),
-          ])
-          assert.equal(code, 0, demo.output())
-          for (const pid of [...pids, nginxPid]) assert.ok(!alive(pid), `process ${pid} outlived the demo`)
-        } finally {
-          if (demo.child.exitCode === null && demo.child.signalCode === null) {
+            const pids = [2, 3].map((n) => Number(readFileSync(path.join(dir, `instance-${n}.pid`), 'utf8')))
+            const nginxPid = Number(readFileSync(path.join(dir, 'nginx/nginx.pid'), 'utf8'))
             demo.child.kill('SIGTERM')
-            await Promise.race([demo.exited, sleep(30_000, undefined, { ref: false })])
+            const code = await Promise.race([
+              demo.exited,
+              sleep(30_000, undefined, { ref: false }).then(() => 'timeout' as const),
+            ])
+            assert.equal(code, 0, demo.output())
+            for (const pid of [...pids, nginxPid]) assert.ok(!alive(pid), `process ${pid} outlived the demo`)
+          } finally {
+            if (demo.child.exitCode === null && demo.child.signalCode === null) {
+              demo.child.kill('SIGTERM')
+              await Promise.race([demo.exited, sleep(30_000, undefined, { ref: false })])
+            }
+            rmSync(demo.dir, { recursive: true, force: true })
           }
-          rmSync(demo.dir, { recursive: true, force: true })
-        }
+        })
       })
-    })
-  }
-}
+    }
+  },
+)

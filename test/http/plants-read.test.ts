@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { startService, type TestService, testStores } from '../helpers.js'
+import { postgresHint, skipUnless, startService, type TestService, testStores } from '../helpers.js'
 import { pgAdmin } from '../pg-admin.js'
 import { request } from '../http-client.js'
 
@@ -94,17 +94,11 @@ for (const store of testStores()) {
   })
 }
 
-describe('a statement timeout on PostgreSQL', () => {
-  if (!testStores().includes('postgres')) {
-    it('runs only with TEST_DATABASE_URL (PostgreSQL)', () => {
-      assert.equal(process.env.TEST_DATABASE_URL, undefined)
-    })
-    return
-  }
-
+const withPostgres = skipUnless(testStores().includes('postgres'), 'TEST_DATABASE_URL', postgresHint)
+describe('a statement timeout on PostgreSQL', { skip: withPostgres }, () => {
   it('answers 503 with Retry-After, not a 500, while a lock holds a statement past DB_STATEMENT_TIMEOUT_MS', async () => {
     const service = await startService('postgres', { DB_STATEMENT_TIMEOUT_MS: '300' })
-    const locker = pgAdmin(process.env.TEST_DATABASE_URL as string)
+    const locker = pgAdmin(service.env.DATABASE_URL as string)
     try {
       const token = await service.token()
       await request('POST', `${service.url}/plants`, { token, body: { id: 9, name: 'Locked' } })

@@ -261,9 +261,11 @@ describe('HTTP protocol details: Expect and percent-encoding on every route', ()
       const socket = net.connect(Number(new URL(service.url).port), '127.0.0.1')
       socket.on('error', () => {})
       socket.write(post(1940, 'first') + post(1941, 'second'))
+      // No client can see the first create start (it waits on the lock): give it time to.
       await sleep(300)
       // A reset, not a close: after a FIN the server still answers, as to a half-closed client.
       socket.resetAndDestroy()
+      // The reset must reach the server before the lock goes; nothing signals its arrival.
       await sleep(100)
       blocker.exec('COMMIT')
     } finally {

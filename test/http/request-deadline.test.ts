@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { canRunSuite, postgresHint, startService, type TestService } from '../helpers.js'
+import { suiteRunsHere, postgresHint, startService, type TestService } from '../helpers.js'
 import { request } from '../http-client.js'
 import { type Admin, pgAdmin } from '../pg-admin.js'
 
 if (
-  canRunSuite(
+  suiteRunsHere(
     'one store deadline per request',
     !!process.env.TEST_DATABASE_URL,
     'TEST_DATABASE_URL',

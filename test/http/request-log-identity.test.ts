@@ -1,7 +1,7 @@
 /** Every request log line says who: the client's address and the token's id, never its secret. */
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { createToken, runCli, serviceEnv, spawnService, stopService, testStores } from '../helpers.js'
+import { runCli, stopService, testStores, startServiceProcess } from '../helpers.js'
 import { rawRequest } from '../http-client.js'
 import { exchange, requestBytes } from '../raw-http.js'
 
@@ -23,12 +23,17 @@ for (const store of testStores()) {
   describe(`request log identity (${store})`, () => {
     for (const trusted of [false, true]) {
       it(`logs the client address${trusted ? ' from X-Forwarded-For with TRUST_PROXY' : ', ignoring X-Forwarded-For without TRUST_PROXY'} and the token id`, async () => {
-        const env = await serviceEnv(store, trusted ? { TRUST_PROXY: '127.0.0.1' } : {})
-        const secret = await createToken(env, 'log-identity')
+        const {
+          env,
+          token: secret,
+          service,
+        } = await startServiceProcess(store, {
+          env: trusted ? { TRUST_PROXY: '127.0.0.1' } : {},
+          name: 'log-identity',
+        })
         const [listed] = JSON.parse((await runCli(['tokens', 'list', '--json'], env)).stdout) as {
           id: string
         }[]
-        const service = await spawnService(env)
         const forwarded = { 'x-forwarded-for': '203.0.113.7' }
         try {
           const ok = await rawRequest(`${service.url}/plants`, 'GET', {

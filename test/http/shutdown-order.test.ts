@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { describe, it } from 'node:test'
-import { cliPath, createToken, projectRoot, serviceEnv, waitFor } from '../helpers.js'
+import { cliPath, createToken, projectRoot, serviceEnv, skipUnless, waitFor } from '../helpers.js'
 import { request } from '../http-client.js'
 
 interface Close {
@@ -51,41 +51,44 @@ const hasStrace = (() => {
 })()
 
 describe('shutdown order (sqlite)', () => {
-  it('closes SQLite connections before the service’s own descriptors on the store files', async () => {
-    assert.ok(hasStrace || !process.env.CI, 'strace is needed (.ci/run installs it)')
-    if (!hasStrace) return
-    const env = await serviceEnv('sqlite')
-    const token = await createToken(env, 'shutdown-order')
-    const trace = path.join(mkdtempSync(path.join(os.tmpdir(), 'plant-store-strace-')), 'trace.log')
-    const child = spawn(
-      'strace',
-      ['-f', '-qq', '-e', 'trace=openat,close', '-o', trace, process.execPath, cliPath, 'serve'],
-      {
-        cwd: projectRoot,
-        env: { ...process.env, ...env, LOG_LEVEL: 'info' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    )
-    let output = ''
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()))
-    const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()))
-    await waitFor('the service to listen', () => /Server listening at/.test(output))
-    const url = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1] as string
-    const created = await request('POST', `${url}/plants`, { token, body: { id: 1, name: 'Fern' } })
-    assert.equal(created.status, 200)
-    // SIGTERM to the service itself, which strace started as its child.
-    const pid = Number(
-      execFileSync('pgrep', ['-P', String(child.pid)])
-        .toString()
-        .trim()
-        .split('\n')[0],
-    )
-    process.kill(pid, 'SIGTERM')
-    await exited
-    const closes = closesOn(readFileSync(trace, 'utf8'), env.PLANT_STORE_DB as string)
-    const lastSqlite = closes.map((close) => close.ours).lastIndexOf(false)
-    const firstOurs = closes.findIndex((close) => close.ours)
-    assert.ok(lastSqlite >= 0 && firstOurs >= 0, JSON.stringify(closes))
-    assert.ok(lastSqlite < firstOurs, `closes in order: ${JSON.stringify(closes)}`)
-  })
+  const skip = skipUnless(hasStrace, 'strace', 'apt-get install strace')
+  it(
+    'closes SQLite connections before the service’s own descriptors on the store files',
+    { skip },
+    async () => {
+      const env = await serviceEnv('sqlite')
+      const token = await createToken(env, 'shutdown-order')
+      const trace = path.join(mkdtempSync(path.join(os.tmpdir(), 'plant-store-strace-')), 'trace.log')
+      const child = spawn(
+        'strace',
+        ['-f', '-qq', '-e', 'trace=openat,close', '-o', trace, process.execPath, cliPath, 'serve'],
+        {
+          cwd: projectRoot,
+          env: { ...process.env, ...env, LOG_LEVEL: 'info' },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      )
+      let output = ''
+      child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()))
+      const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()))
+      await waitFor('the service to listen', () => /Server listening at/.test(output))
+      const url = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1] as string
+      const created = await request('POST', `${url}/plants`, { token, body: { id: 1, name: 'Fern' } })
+      assert.equal(created.status, 200)
+      // SIGTERM to the service itself, which strace started as its child.
+      const pid = Number(
+        execFileSync('pgrep', ['-P', String(child.pid)])
+          .toString()
+          .trim()
+          .split('\n')[0],
+      )
+      process.kill(pid, 'SIGTERM')
+      await exited
+      const closes = closesOn(readFileSync(trace, 'utf8'), env.PLANT_STORE_DB as string)
+      const lastSqlite = closes.map((close) => close.ours).lastIndexOf(false)
+      const firstOurs = closes.findIndex((close) => close.ours)
+      assert.ok(lastSqlite >= 0 && firstOurs >= 0, JSON.stringify(closes))
+      assert.ok(lastSqlite < firstOurs, `closes in order: ${JSON.stringify(closes)}`)
+    },
+  )
 })

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { createToken, type SpawnedService, serviceEnv, spawnService, stopService } from '../helpers.js'
+import { type SpawnedService, spawnService, stopService, startServiceProcess } from '../helpers.js'
 import { request } from '../http-client.js'
 
 describe('two processes on one SQLite file', () => {
@@ -14,9 +14,9 @@ describe('two processes on one SQLite file', () => {
   let token: string
 
   before(async () => {
-    const env = await serviceEnv('sqlite')
-    token = await createToken(env, 'two processes')
-    ;[busy, other] = await Promise.all([spawnService(env), spawnService(env)])
+    const started = await startServiceProcess('sqlite', { name: 'two processes' })
+    ;({ token, service: busy } = started)
+    other = await spawnService(started.env)
   })
 
   after(async () => {

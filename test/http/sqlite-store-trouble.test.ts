@@ -10,13 +10,12 @@ import path from 'node:path'
 import { describe, it } from 'node:test'
 import {
   cliPath,
-  createToken,
   runCli,
   serviceEnv,
-  spawnService,
   startService,
   stopService,
   type TestService,
+  startServiceProcess,
 } from '../helpers.js'
 import { request } from '../http-client.js'
 import { diskFaultEnv } from '../shim.js'
@@ -53,10 +52,12 @@ describe('SQLite store in trouble', () => {
   })
 
   it('answers 503 with Retry-After when the disk is full, says so on /readyz, and recovers', async () => {
-    const env = await serviceEnv('sqlite', { WEBHOOK_WORKER: 'false' })
-    const token = await createToken(env, 'full disk')
+    const { env, token, service } = await startServiceProcess('sqlite', {
+      env: { WEBHOOK_WORKER: 'false' },
+      name: 'full disk',
+      serveEnv: (env) => diskFaultEnv(env, `${env.PLANT_STORE_DB}.disk-fault`),
+    })
     const marker = `${env.PLANT_STORE_DB}.disk-fault`
-    const service = await spawnService(diskFaultEnv(env, marker))
     const post = (id: number) =>
       request('POST', `${service.url}/plants`, { token, body: { id, name: `plant ${id}` } })
     try {

@@ -12,7 +12,7 @@ import {
   type SpawnedService,
   spawnService,
   tempDir,
-  canRunSuite,
+  skipUnless,
   postgresHint,
   freePort,
 } from '../helpers.js'
@@ -54,16 +54,11 @@ function assertUnavailable(response: ApiResponse, what: string): void {
   assert.match(response.headers.get('content-type') ?? '', /^application\/json/)
 }
 
-if (
-  canRunSuite(
-    'the service through a PostgreSQL outage',
-    !!process.env.TEST_DATABASE_URL,
-    'TEST_DATABASE_URL',
-    postgresHint,
-  )
-) {
-  // Its own PostgreSQL (own data directory and port), so stopping it leaves every other suite alone.
-  describe('the service through a PostgreSQL outage', () => {
+// Its own PostgreSQL (own data directory and port), so stopping it leaves every other suite alone.
+describe(
+  'the service through a PostgreSQL outage',
+  { skip: skipUnless(!!process.env.TEST_DATABASE_URL, 'TEST_DATABASE_URL', postgresHint) },
+  () => {
     const dir = tempDir('plant-store-outage-pg-')
     let port: number
     let env: Record<string, string>
@@ -328,5 +323,5 @@ if (
         await pgServer('start', dir, String(port))
       }
     })
-  })
-}
+  },
+)

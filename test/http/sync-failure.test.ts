@@ -8,17 +8,22 @@
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import { describe, it } from 'node:test'
-import { createToken, serviceEnv, spawnService, stopService, waitFor } from '../helpers.js'
+import { spawnService, stopService, waitFor, startServiceProcess } from '../helpers.js'
 import { request } from '../http-client.js'
 import { diskFaultEnv } from '../shim.js'
 
 describe('writes when the disk fails a sync (sqlite)', () => {
   for (const stop of ['SIGTERM', 'SIGKILL'] as const) {
     it(`answers 503, takes no more writes, and keeps what it acknowledged across a ${stop}`, async () => {
-      const env = await serviceEnv('sqlite')
-      const token = await createToken(env, 'sync-failure')
+      const {
+        env,
+        token,
+        service: failing,
+      } = await startServiceProcess('sqlite', {
+        name: 'sync-failure',
+        serveEnv: (env) => diskFaultEnv(env, `${env.PLANT_STORE_DB}.fail-sync`),
+      })
       const marker = `${env.PLANT_STORE_DB}.fail-sync`
-      const failing = await spawnService(diskFaultEnv(env, marker))
       const create = (url: string, id: number) =>
         request('POST', `${url}/plants`, { token, body: { id, name: `plant ${id}`, tag: 'sync' } })
 
@@ -69,10 +74,16 @@ describe('writes when the disk fails a sync (sqlite)', () => {
   }
 
   it('under --workers, the worker whose sync failed answers until its replacement listens, then stops', async () => {
-    const env = await serviceEnv('sqlite')
-    const token = await createToken(env, 'sync-failure')
+    const {
+      env,
+      token,
+      service: cluster,
+    } = await startServiceProcess('sqlite', {
+      name: 'sync-failure',
+      serveEnv: (env) => diskFaultEnv(env, `${env.PLANT_STORE_DB}.fail-sync`),
+      args: ['--workers', '2'],
+    })
     const marker = `${env.PLANT_STORE_DB}.fail-sync`
-    const cluster = await spawnService(diskFaultEnv(env, marker), ['--workers', '2'])
     const create = (id: number) =>
       request('POST', `${cluster.url}/plants`, { token, body: { id, name: `plant ${id}` } })
     try {

@@ -89,6 +89,7 @@ for (const store of testStores()) {
       await waitFor('the sentinel event', () => receiver.received.some((r) => r.body.includes('Sentinel')))
       const rows = await ctx.deliveries()
       assert.deepEqual(rows.map((row) => row.plantId).sort(), ['7', '8'])
+      // A stray delivery would arrive within a poll interval: an absence can only be waited out.
       await sleep(300)
       assert.equal(receiver.received.length, 2)
       assert.deepEqual(receiver.received.map((r) => r.body).sort(), [
@@ -188,6 +189,7 @@ for (const store of testStores()) {
         assert.equal(row.nextAttempt, null)
       }
       assert.deepEqual(failed.map((row) => row.plantId).sort(), ['12', '13'])
+      // A fourth attempt would come within a poll interval: an absence can only be waited out.
       await sleep(300)
       assert.equal(receiver.received.length, 6, 'exactly the budget: 3 attempts each')
       for (const row of failed) assert.equal(receiver.ids.filter((id) => id === row.id).length, 3)

@@ -6,14 +6,13 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { describe, it } from 'node:test'
 import {
-  createToken,
   runCli,
   serviceEnv,
-  spawnService,
   type StoreKind,
   stopService,
   testStores,
   waitFor,
+  startServiceProcess,
 } from '../helpers.js'
 import { diskFaultEnv } from '../shim.js'
 
@@ -77,9 +76,10 @@ function childPids(pid: number): number[] {
 
 /** `serve --workers 2` on a fresh store, once it says it is ready, with a token and the primary's pid. */
 async function startCluster(store: StoreKind) {
-  const env = await serviceEnv(store)
-  const token = await createToken(env, 'workers')
-  const service = await spawnService(env, ['--workers', '2'])
+  const { token, service } = await startServiceProcess(store, {
+    name: 'workers',
+    args: ['--workers', '2'],
+  })
   try {
     await waitFor('the cluster to be ready', () => /cluster ready/.test(service.output()))
   } catch (error) {
@@ -230,10 +230,13 @@ for (const store of testStores()) {
 
       it('keeps the port answering while workers whose syncs fail for good are replaced', async () => {
         // Load shedding (503 OVERLOADED on a loaded machine) is not what is tested here.
-        const env = await serviceEnv(store, { LOAD_SHED_EVENT_LOOP_DELAY_MS: '0' })
-        const token = await createToken(env, 'workers')
+        const { env, token, service } = await startServiceProcess(store, {
+          env: { LOAD_SHED_EVENT_LOOP_DELAY_MS: '0' },
+          name: 'workers',
+          serveEnv: (env) => diskFaultEnv(env, `${env.PLANT_STORE_DB}.fail-sync`),
+          args: ['--workers', '2'],
+        })
         const marker = `${env.PLANT_STORE_DB}.fail-sync`
-        const service = await spawnService(diskFaultEnv(env, marker), ['--workers', '2'])
         const primary = service.child.pid as number
         const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
         try {

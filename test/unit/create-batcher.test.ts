@@ -64,6 +64,7 @@ describe('PostgreSQL create batcher', () => {
   it('sends a second batch while the first runs when the event loop has been mostly idle', async () => {
     const runner = heldRunner()
     const batcher = new CreateBatcher(runner.run, 2, 256)
+    // An idle event loop is the condition under test.
     await sleep(150)
     const { atOnce, outcomes } = await twoTurns(batcher, runner)
     assert.equal(atOnce, 2, 'both batches ran at once')
@@ -150,6 +151,7 @@ describe('PostgreSQL create batcher', () => {
     const batcher = new CreateBatcher(runner.run, 2, 256)
     spin(150)
     assert.equal((await twoTurns(batcher, runner)).atOnce, 1)
+    // An idle event loop again is the condition under test.
     await sleep(150)
     assert.equal((await twoTurns(batcher, runner)).atOnce, 2)
   })
