@@ -22,7 +22,7 @@ if (
 
     before(async () => {
       service = await startService('postgres', { DB_STATEMENT_TIMEOUT_MS: String(statementTimeoutMs) })
-      admin = pgAdmin(process.env.TEST_DATABASE_URL as string, 2)
+      admin = pgAdmin(service.env.DATABASE_URL as string, 2)
     })
 
     after(async () => {
