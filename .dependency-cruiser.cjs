@@ -44,7 +44,7 @@ module.exports = {
       name: 'config-is-a-leaf',
       severity: 'error',
       comment: 'Every layer reads the config; the config reads none of them.',
-      from: { path: '^src/config\\.ts$' },
+      from: { path: '^src/config(\\.ts$|/)' },
       to: { path: '^src/(http|routes|auth|observability|storage|webhooks|openapi|cli)/' },
     },
   ],
