@@ -59,7 +59,7 @@ export const ENV_SCHEMA = {
       'x-group': 'general',
       'x-read': 'postgres-url',
       'x-empty': 'unset it to read from the primary, or give a postgres:// URL',
-      title: 'postgres://... of a replica for the plant reads of GET routes (off by default)',
+      title: 'postgres://... of a replica for the plant reads of GET routes',
       description:
         'a `postgres://` URL of a replica (or a host list with `target_session_attrs=prefer-standby`) for the plant reads of `GET /plants` and `GET /plants/{id}`; each read runs there once the replica has replayed every write acknowledged before it, else on the primary ([postgresql.md](postgresql.md#reads-from-a-replica)). PostgreSQL only (needs `DATABASE_URL`); `DB_POOL_SIZE` is split between the two pools',
     },
