@@ -186,6 +186,22 @@ if (
       }
     })
 
+    it('takes the standby of a host list with target_session_attrs=prefer-standby, the primary listed first', async () => {
+      const hosts = [pair.primaryPort, pair.standbyPort].map((port) => `127.0.0.1:${port}`).join(',')
+      const url = await serve(
+        `postgres://postgres@${hosts}/plant_store_test?target_session_attrs=prefer-standby`,
+      )
+      const id = await create(url)
+      const read = await request('GET', `${url}/plants/${id}`, { token })
+      assert.equal(read.status, 200, read.text)
+      assert.equal((await reads(url)).replica, 1)
+      const standby = pgAdmin(pair.url(pair.standbyPort))
+      const [row] =
+        await standby`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'plant-store'`
+      await standby.end()
+      assert.ok((row?.n as number) > 0, 'the read pool connected to the standby')
+    })
+
     it('falls back to the primary when the replica refuses connections or never answers', async () => {
       const refused = await serve(`postgres://postgres@127.0.0.1:${await freePort()}/plant_store_test`)
       // A server that takes the connection and says nothing, as a host gone behind a firewall.

@@ -71,15 +71,15 @@ export async function openPostgresStorage(options: PostgresOptions): Promise<Sto
     throw error
   }
   // Not checked at start: a replica that cannot answer leaves the reads to the primary.
-  const readPool =
-    options.readUrl === undefined
-      ? undefined
-      : createPool(
-          { ...options, url: options.readUrl, poolSize: sizes.read },
-          true,
-          hostChooserFor(options.readUrl, 'DATABASE_READ_URL'),
-        )
-  return new PostgresStorage(pool, { ...options, poolSize: sizes.primary }, readPool)
+  let replica: { pool: pg.Pool; hosts: number } | undefined
+  if (options.readUrl !== undefined) {
+    const readChooser = hostChooserFor(options.readUrl, 'DATABASE_READ_URL')
+    replica = {
+      pool: createPool({ ...options, url: options.readUrl, poolSize: sizes.read }, true, readChooser),
+      hosts: readChooser?.list.hosts.length ?? 1,
+    }
+  }
+  return new PostgresStorage(pool, { ...options, poolSize: sizes.primary }, replica)
 }
 
 /**
@@ -91,6 +91,7 @@ export class PostgresStorage implements Storage {
   readonly kind = 'postgres'
   readonly warnings: readonly string[] = []
 
+  private readonly readPool?: pg.Pool
   private readonly creates: CreateBatcher
   private readonly reads: PlantReads
 
@@ -104,9 +105,10 @@ export class PostgresStorage implements Storage {
     private readonly pool: pg.Pool,
     /** `poolSize` is the primary pool's. */
     options: PostgresOptions,
-    /** With DATABASE_READ_URL: the replica's pool, for plant reads (replica-reads.ts). */
-    private readonly readPool?: pg.Pool,
+    /** With DATABASE_READ_URL: the replica's pool and its host count, for plant reads (replica-reads.ts). */
+    replica?: { pool: pg.Pool; hosts: number },
   ) {
+    this.readPool = replica?.pool
     this.deadlineMs = options.statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS
     this.retryAttempts = options.poolSize + 1
     this.creates = new CreateBatcher(
@@ -117,17 +119,17 @@ export class PostgresStorage implements Storage {
     )
     // A batch of reads runs in the context of its first read, so under that request's deadline.
     const guarded = <T>(work: () => Promise<T>) => this.guardIdempotent(work)
-    const replica =
-      readPool &&
+    const replicaReads =
+      replica &&
       new ReplicaReads(
         pool,
-        readPool,
+        replica,
         guarded,
         () => this.until(),
-        { idempotent: true, attempts: readPool.options.max + 1, waits: false },
+        { idempotent: true, attempts: replica.pool.options.max + 1, waits: false },
         options.readObserver,
       )
-    this.reads = new PlantReads(pool, guarded, replica)
+    this.reads = new PlantReads(pool, guarded, replicaReads)
   }
 
   /**

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type pg from 'pg'
 import type { ReadObserver, ReadPlace } from '../storage.js'
 import type { Guarded } from './create-plants.js'
+import { wasNeverRun } from './connection.js'
 import { guard, type RetryPolicy } from './guard.js'
 
 /**
@@ -40,7 +41,8 @@ export class ReplicaReads {
 
   constructor(
     private readonly primary: pg.Pool,
-    private readonly replica: pg.Pool,
+    /** The read pool, and how many hosts its URL lists. */
+    private readonly replica: { pool: pg.Pool; hosts: number },
     /** A primary statement under the request's deadline and retries (guard.ts). */
     private readonly guarded: Guarded,
     /** The request's deadline (Date.now() time). */
@@ -62,7 +64,7 @@ export class ReplicaReads {
       try {
         const deadline = Math.min(this.until(), Date.now() + REPLICA_ATTEMPT_MS)
         const answer = await guard(
-          () => this.onReplica(statement, lsn, attempt),
+          () => this.onSomeHost(statement, lsn, attempt),
           deadline,
           this.replicaPolicy,
         )
@@ -81,6 +83,24 @@ export class ReplicaReads {
   }
 
   /**
+   * A host of the list that refused the connection or had the wrong role (a primary before a
+   * standby, with prefer-standby) moved the choice on: the next host is tried at once.
+   */
+  private async onSomeHost(
+    statement: pg.QueryArrayConfig,
+    lsn: string,
+    attempt: { abandoned: boolean },
+  ): Promise<pg.QueryArrayResult | 'lagging'> {
+    for (let tried = 1; ; tried++) {
+      try {
+        return await this.onReplica(statement, lsn, attempt)
+      } catch (error) {
+        if (tried >= this.replica.hosts || !wasNeverRun(error) || attempt.abandoned) throw error
+      }
+    }
+  }
+
+  /**
    * The check and the read on one connection (a host list may hold several replicas), as two
    * statements: a statement's snapshot is taken before it runs, so a check inside the read itself
    * could pass on WAL replayed after the snapshot that the read does not see.
@@ -90,7 +110,7 @@ export class ReplicaReads {
     lsn: string,
     attempt: { abandoned: boolean },
   ): Promise<pg.QueryArrayResult | 'lagging'> {
-    const client = await this.replica.connect()
+    const client = await this.replica.pool.connect()
     let failure: Error | undefined
     try {
       const waitUntil = performance.now() + REPLICA_WAIT_MS
