@@ -59,6 +59,17 @@ export function loadConfig(env: Env = process.env, terminal = process.stdout.isT
     throw new ConfigError(
       `METRICS_PORT must differ from PORT (${config.port}): it serves metrics apart from the API`,
     )
+  // Replicas are PostgreSQL's; the SQLite file has none, and a read pool takes half the connections.
+  if (config.databaseReadUrl !== undefined && config.databaseUrl === undefined) {
+    throw new ConfigError(
+      'DATABASE_READ_URL needs DATABASE_URL: reads from a replica are for PostgreSQL, and the SQLite store (PLANT_STORE_DB) has none; unset DATABASE_READ_URL or set DATABASE_URL',
+    )
+  }
+  if (config.databaseReadUrl !== undefined && config.dbPoolSize < 2) {
+    throw new ConfigError(
+      `DB_POOL_SIZE must be at least 2 with DATABASE_READ_URL (it is split between the primary and the read pool), got ${config.dbPoolSize}`,
+    )
+  }
   // From the budget of the settings above.
   config.maxConnections ??= descriptorBudget(config).maxConnections
   // Node enforces a request timeout only when it is at least the headers timeout (its own rule,

@@ -27,7 +27,7 @@ export function openFileLimit(limits?: string): number {
 const PROCESS_BASE = 40
 /** SQLite: the database, its WAL and shared memory, for each of three connections, and a backup's file. */
 const SQLITE_FILES = 12
-/** PostgreSQL: one socket per pooled connection, and one for a connection being replaced. */
+/** PostgreSQL: one socket per pooled connection, and one per pool for a connection being replaced. */
 const POOL_SPARE = 1
 /** A pretty-printing log transport runs in a worker thread: its event loop and pipes. */
 const PRETTY_LOGS = 8
@@ -39,6 +39,8 @@ export const METRICS_MAX_CONNECTIONS = 16
 /** What the budget is computed from: the settings that open descriptors. */
 export interface BudgetInputs {
   databaseUrl: string | undefined
+  /** With it, DB_POOL_SIZE is split between two pools, each with its spare. */
+  databaseReadUrl?: string | undefined
   dbPoolSize: number
   webhookWorker: boolean
   metricsPort: number | undefined
@@ -69,7 +71,9 @@ export function descriptorBudget(inputs: BudgetInputs, limits?: string): Descrip
   const files = openFileLimit(limits)
   const reserved = {
     process: PROCESS_BASE,
-    store: inputs.databaseUrl ? inputs.dbPoolSize + POOL_SPARE : SQLITE_FILES,
+    store: inputs.databaseUrl
+      ? inputs.dbPoolSize + POOL_SPARE * (inputs.databaseReadUrl ? 2 : 1)
+      : SQLITE_FILES,
     webhookSends: inputs.webhookWorker ? mostWebhookSends() : 0,
     metrics: inputs.metricsPort === undefined ? 0 : METRICS_MAX_CONNECTIONS + 1,
     logs: inputs.logFormat === 'pretty' ? PRETTY_LOGS : 0,

@@ -38,6 +38,8 @@ export interface PgPair {
   url(port: number): string
   /** pg_ctl stop of the primary: `fast` (a clean stop) or `immediate` (as a crash). */
   stopPrimary(mode: 'fast' | 'immediate'): Promise<void>
+  /** A fast stop of the standby. */
+  stopStandby(): Promise<void>
   /** pg_ctl promote of the standby; resolves once it takes writes. */
   promote(): Promise<void>
   stop(): Promise<void>
@@ -50,8 +52,10 @@ export async function startPgPair(): Promise<PgPair> {
   const standbyDir = path.join(dir, 'standby')
   // mkdtemp makes it 0700: the servers run as postgres.
   if (process.getuid?.() === 0) await run('chown', ['postgres', dir])
-  const primaryPort = await freePort()
-  const standbyPort = await freePort()
+  // PLANT_STORE_TEST_PG_PAIR_PORTS=P1,P2 keeps both servers on ports of one's own on a shared machine.
+  const [primaryPort = 0, standbyPort = 0] = process.env.PLANT_STORE_TEST_PG_PAIR_PORTS
+    ? process.env.PLANT_STORE_TEST_PG_PAIR_PORTS.split(',').map(Number)
+    : [await freePort(), await freePort()]
   const started = await run('bash', [pgScript, 'start', primaryDir, String(primaryPort)], {
     timeout: 120_000,
   })
@@ -76,6 +80,9 @@ export async function startPgPair(): Promise<PgPair> {
     url,
     stopPrimary: async (mode) => {
       await pgCtl(primaryDir, '-m', mode, 'stop')
+    },
+    stopStandby: async () => {
+      await pgCtl(standbyDir, '-m', 'fast', 'stop')
     },
     promote: async () => {
       await pgCtl(standbyDir, 'promote')

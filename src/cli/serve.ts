@@ -5,7 +5,7 @@ import { type Background, createServer, exitOnSignals } from '../server.js'
 import { openStorage } from '../storage/open.js'
 import { DeliveryWorker } from '../webhooks/delivery-worker.js'
 import { answerClusterScrapes, startMetricsServer } from '../observability/metrics-server.js'
-import { commitObserver } from '../observability/metrics.js'
+import { commitObserver, readObserver } from '../observability/metrics.js'
 import { storeLocation } from '../observability/store-location.js'
 import { startTracing } from '../observability/start-tracing.js'
 import { proxyTrust } from '../http/client-address.js'
@@ -22,7 +22,7 @@ export async function serveCommand(values: { workers?: string }): Promise<void> 
   // After the arguments: a wrong command line is a 2 whatever the store, and creates no store file.
   const config = loadConfig()
   const missing = storeIsMissing(config)
-  const opened = await openStorage(config, { observer: config.metrics ? commitObserver : undefined })
+  const opened = await openStorage(config, config.metrics ? { observer: commitObserver, readObserver } : {})
   if (missing && cluster.isPrimary) announceNewStore(config)
   if (workers > 1 && cluster.isPrimary) {
     // Opening the store has applied any pending migration, once, before a worker starts.

@@ -53,6 +53,16 @@ export const ENV_SCHEMA = {
       description:
         "a `postgres://` or `postgresql://` URL selects PostgreSQL instead of SQLite; libpq's host list (`h1:5432,h2:5432`, each port 1 to 65535) and `target_session_attrs` (`any`, `read-write`, `read-only`, `primary`, `standby`, `prefer-standby`) are read ([postgresql.md](postgresql.md#several-hosts-and-failover)); set but empty, it is refused",
     },
+    DATABASE_READ_URL: {
+      type: 'string',
+      'x-key': 'databaseReadUrl',
+      'x-group': 'general',
+      'x-read': 'postgres-url',
+      'x-empty': 'unset it to read from the primary, or give a postgres:// URL',
+      title: 'postgres://... of a replica for the plant reads of GET routes',
+      description:
+        'a `postgres://` URL of a replica (or a host list with `target_session_attrs=prefer-standby`) for the plant reads of `GET /plants` and `GET /plants/{id}`; each read runs there once the replica has replayed every write acknowledged before it, else on the primary ([postgresql.md](postgresql.md#reads-from-a-replica)). PostgreSQL only (needs `DATABASE_URL`); `DB_POOL_SIZE` is split between the two pools',
+    },
     DB_POOL_SIZE: {
       type: 'integer',
       minimum: 1,
@@ -61,7 +71,8 @@ export const ENV_SCHEMA = {
       'x-key': 'dbPoolSize',
       'x-group': 'general',
       title: 'PostgreSQL connections per process',
-      description: 'PostgreSQL connections per process (1 to 1000)',
+      description:
+        'PostgreSQL connections per process (1 to 1000); with `DATABASE_READ_URL`, the primary pool gets half of them rounded up and the read pool the rest (at least 2 then)',
     },
     DB_STATEMENT_TIMEOUT_MS: {
       type: 'integer',

@@ -4,7 +4,7 @@
  * Every name is listed in docs/observability.md.
  */
 import client from 'prom-client'
-import type { CommitObserver } from '../storage/storage.js'
+import type { CommitObserver, ReadObserver, ReadPlace } from '../storage/storage.js'
 
 const PREFIX = 'plant_store_'
 
@@ -228,6 +228,26 @@ export const commitObserver: CommitObserver = {
   batchCommitted(count, durationMs) {
     batchSize.observe(count)
     commitSeconds.observe(durationMs / 1000)
+  },
+}
+
+const plantReads = new client.Counter({
+  name: `${PREFIX}plant_reads_total`,
+  help: 'Plant reads with DATABASE_READ_URL, by where they ran: the replica (caught_up), or the primary because the replica was lagging or unavailable',
+  labelNames: ['ran', 'reason'] as const,
+})
+const readLabels: Record<ReadPlace, { ran: string; reason: string }> = {
+  replica: { ran: 'replica', reason: 'caught_up' },
+  lagging: { ran: 'primary', reason: 'lagging' },
+  unavailable: { ran: 'primary', reason: 'unavailable' },
+}
+/** Each place's child, bound the first time it is counted: a batch then costs no label lookup. */
+const readCounts: Partial<Record<ReadPlace, client.Counter.Internal>> = {}
+
+/** For the read pool: where a batch of plant reads ran. */
+export const readObserver: ReadObserver = {
+  readsRan(place, count) {
+    ;(readCounts[place] ??= plantReads.labels(readLabels[place])).inc(count)
   },
 }
 

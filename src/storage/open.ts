@@ -1,7 +1,7 @@
 import { ConfigError, type Config } from '../config.js'
 import { nativeAddonMismatch } from './sqlite/native-addon.js'
 import { SqliteStorage } from './sqlite/sqlite-storage.js'
-import type { CommitObserver, Storage } from './storage.js'
+import type { CommitObserver, ReadObserver, Storage } from './storage.js'
 
 /**
  * The one place an adapter is chosen: PostgreSQL when DATABASE_URL is set, else the SQLite file.
@@ -13,6 +13,8 @@ export async function openStorage(
   config: Config,
   options: {
     observer?: CommitObserver
+    /** Hears where plant reads ran, with DATABASE_READ_URL. */
+    readObserver?: ReadObserver
     /** Hears of each pending migration as it begins. */
     onMigration?: (version: number, name: string) => void
   } = {},
@@ -22,10 +24,12 @@ export async function openStorage(
     try {
       return await openPostgresStorage({
         url: config.databaseUrl,
+        readUrl: config.databaseReadUrl,
         poolSize: config.dbPoolSize,
         statementTimeoutMs: config.dbStatementTimeoutMs,
         onMigration: options.onMigration,
         observer: options.observer,
+        readObserver: options.readObserver,
       })
     } catch (error) {
       throw new ConfigError(`DATABASE_URL: cannot open the PostgreSQL store: ${(error as Error).message}`, {

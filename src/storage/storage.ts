@@ -203,6 +203,18 @@ export interface CommitObserver {
   batchCommitted(size: number, durationMs: number): void
 }
 
+/**
+ * Where a plant read ran, with a read pool: on the replica, or on the primary because the replica
+ * had not replayed the latest acknowledged write in time (`lagging`) or could not answer
+ * (`unavailable`).
+ */
+export type ReadPlace = 'replica' | 'lagging' | 'unavailable'
+
+/** Told where plant reads ran (observability/metrics.ts); `count` reads of one batch. */
+export interface ReadObserver {
+  readsRan(place: ReadPlace, count: number): void
+}
+
 /** Thrown by an adapter when the database cannot be reached; answered as 503 with Retry-After. */
 export class StoreUnavailableError extends Error {
   override name = 'StoreUnavailableError'

@@ -149,6 +149,9 @@ describe('connection caps', () => {
     // PostgreSQL: the pool and a spare instead of SQLite's files; no worker, no sends.
     const pg = { ...sqlite, databaseUrl: 'postgres://x/test', dbPoolSize: 20, webhookWorker: false }
     assert.equal(descriptorBudget(pg, limits('20000')).maxConnections, 20000 - 40 - 21 - 256)
+    // A read pool takes its share of DB_POOL_SIZE, and a spare of its own.
+    const split = { ...pg, databaseReadUrl: 'postgres://replica/test' }
+    assert.equal(descriptorBudget(split, limits('20000')).maxConnections, 20000 - 40 - 22 - 256)
     assert.equal(descriptorBudget(sqlite, 'no such line').files, 1024, 'an unreadable limit is taken as 1024')
     assert.equal(descriptorBudget(sqlite, limits('100')).maxConnections, 1, 'never below 1')
     const config = loadConfig({})

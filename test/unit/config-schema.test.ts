@@ -50,7 +50,7 @@ describe('src/config/env-schema.ts', () => {
   it('gives every field of Config a value when nothing is set, except those that mean "not set"', () => {
     const config = loadConfig({}, false) as unknown as Record<string, unknown>
     const unset = Object.entries(config).filter(([, value]) => value === undefined)
-    assert.deepEqual(unset.map(([key]) => key).sort(), ['databaseUrl', 'metricsPort'])
+    assert.deepEqual(unset.map(([key]) => key).sort(), ['databaseReadUrl', 'databaseUrl', 'metricsPort'])
     const keys = ENV_VARIABLES.flatMap(([, variable]) => variable['x-key'] ?? [])
     assert.deepEqual(Object.keys(config).sort(), [...keys, 'tracing'].sort())
   })

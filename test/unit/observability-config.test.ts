@@ -69,5 +69,16 @@ describe('observability settings', () => {
     })
     assert.equal(message, 'store: PostgreSQL database "plants" on db.internal:6432')
     assert.ok(!JSON.stringify({ fields, message }).includes('s3cr'))
+    const withReplica = storeLocation({
+      databaseUrl: 'postgres://app:s3cr%40t@db.internal:6432/plants',
+      databaseReadUrl: 'postgres://app:s3cr%40t@replica.internal/plants',
+      dbPath: '/unused',
+    })
+    assert.equal(
+      withReplica.message,
+      'store: PostgreSQL database "plants" on db.internal:6432; plant reads from replica.internal:5432 once caught up',
+    )
+    assert.equal(withReplica.fields.readFrom, 'replica.internal:5432')
+    assert.ok(!JSON.stringify(withReplica).includes('s3cr'))
   })
 })

@@ -2,12 +2,14 @@ import pg from 'pg'
 import { StoreUnavailableError } from '../storage.js'
 import { clientOf, HostChooser, HostRefusedError, targetOf } from './host-choice.js'
 import { parseHostList } from '../../config/postgres-host-list.js'
-import type { CommitObserver } from '../storage.js'
+import type { CommitObserver, ReadObserver } from '../storage.js'
 
-/** How to reach PostgreSQL; mirrors DATABASE_URL, DB_POOL_SIZE and DB_STATEMENT_TIMEOUT_MS. */
+/** How to reach PostgreSQL; mirrors DATABASE_URL, DATABASE_READ_URL, DB_POOL_SIZE and DB_STATEMENT_TIMEOUT_MS. */
 export interface PostgresOptions {
   url: string
-  /** Most connections the pool opens. */
+  /** A replica for plant reads (replica-reads.ts); undefined reads from `url`. */
+  readUrl?: string
+  /** Most connections the pools open together (see splitPoolSize). */
   poolSize: number
   /** Server-side limit on any one statement, so a stuck query cannot hold a connection forever. */
   statementTimeoutMs: number
@@ -15,6 +17,18 @@ export interface PostgresOptions {
   onMigration?: (version: number, name: string) => void
   /** Told of each create batch answered (metrics). */
   observer?: CommitObserver
+  /** Told where plant reads ran, with a read pool (metrics). */
+  readObserver?: ReadObserver
+}
+
+/**
+ * DB_POOL_SIZE split between the primary pool and the read pool, the primary's half rounded up:
+ * it keeps the creates, tokens, webhooks, each read batch's WAL position and the fallbacks.
+ */
+export function splitPoolSize(total: number, readPool: boolean): { primary: number; read: number } {
+  if (!readPool) return { primary: total, read: 0 }
+  const read = Math.floor(total / 2)
+  return { primary: total - read, read }
 }
 
 /**
@@ -165,9 +179,11 @@ export const int8AsBigInt = {
  * What picks the host of each new connection for `url` (host-choice.ts): undefined for one host
  * with no role to check, where pg's own client does. Pools that share one follow the same host.
  */
-export function hostChooserFor(url: string): HostChooser | undefined {
-  const list = parseHostList(url, 'DATABASE_URL')
-  return list.urls.length > 1 || list.targetSessionAttrs !== 'any' ? new HostChooser(list) : undefined
+export function hostChooserFor(url: string, variable = 'DATABASE_URL'): HostChooser | undefined {
+  const list = parseHostList(url, variable)
+  return list.urls.length > 1 || list.targetSessionAttrs !== 'any'
+    ? new HostChooser(list, variable)
+    : undefined
 }
 
 /**

@@ -21,7 +21,11 @@ export class HostChooser {
   /** Connections failed or refused since the last good one: a whole round means none is fit. */
   private missesInRow = 0
 
-  constructor(readonly list: HostList) {}
+  constructor(
+    readonly list: HostList,
+    /** The variable the list came from, for messages. */
+    private readonly variable = 'DATABASE_URL',
+  ) {}
 
   pick(): number {
     return this.current
@@ -54,7 +58,7 @@ export class HostChooser {
         this.missed(target)
         const role = standby ? 'a standby' : readOnly ? 'a read-only primary' : 'a primary'
         throw new HostRefusedError(
-          `${this.list.hosts[target]} is ${role}, not what DATABASE_URL target_session_attrs=${attrs} asks for`,
+          `${this.list.hosts[target]} is ${role}, not what ${this.variable} target_session_attrs=${attrs} asks for`,
         )
       }
     }

@@ -3,6 +3,7 @@ import type { ListQuery, PlantPage } from '../storage.js'
 import type { Guarded } from './create-plants.js'
 import { plantJsonSql } from './plant-json-sql.js'
 import { ReadBatcher } from './read-batcher.js'
+import type { ReplicaReads } from './replica-reads.js'
 
 const PLANT_JSON = plantJsonSql('p')
 
@@ -52,6 +53,8 @@ export class PlantReads {
   constructor(
     private readonly pool: pg.Pool,
     private readonly guarded: Guarded,
+    /** With DATABASE_READ_URL: where the batches go first. */
+    private readonly replica?: ReplicaReads,
   ) {
     this.byIds = new ReadBatcher((ids) => this.readByIds(ids), String, MAX_BATCH)
     const batcher = (shape: Shape) =>
@@ -68,17 +71,16 @@ export class PlantReads {
     }
   }
 
-  /** The rows of a batch statement, each led by its input's 1-based ordinal. */
-  private async rows(name: string, text: string, values: unknown[]): Promise<unknown[][]> {
-    const result = await this.guarded(() =>
-      this.pool.query<unknown[]>({ name, text, values, rowMode: 'array' }),
-    )
-    return result.rows
+  /** The rows of a batch statement of `count` reads, each led by its input's 1-based ordinal. */
+  private async rows(name: string, text: string, values: unknown[], count: number): Promise<unknown[][]> {
+    const statement: pg.QueryArrayConfig = { name, text, values, rowMode: 'array' }
+    if (this.replica) return this.replica.rows(statement, count)
+    return (await this.guarded(() => this.pool.query(statement))).rows
   }
 
   private async readByIds(ids: bigint[]): Promise<(string | undefined)[]> {
     const found: (string | undefined)[] = new Array(ids.length)
-    for (const [n, json] of await this.rows('plants-json', BY_ID, [ids]))
+    for (const [n, json] of await this.rows('plants-json', BY_ID, [ids], ids.length))
       found[Number(n) - 1] = json as string
     return found
   }
@@ -92,6 +94,7 @@ export class PlantReads {
       `plants-${shape}`,
       listPlantsPgSql[shape],
       values,
+      queries.length,
     )) {
       found[Number(n) - 1] = {
         json: json as string,

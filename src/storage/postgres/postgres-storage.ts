@@ -18,11 +18,18 @@ import { requestStartedAt } from '../request-scope.js'
 import { StoreReadOnlyError } from '../storage.js'
 import { CreateBatcher } from './create-batcher.js'
 import { createPlants } from './create-plants.js'
-import { CLIENT_DEADLINE_MARGIN_MS, createPool, hostChooserFor, type PostgresOptions } from './connection.js'
+import {
+  CLIENT_DEADLINE_MARGIN_MS,
+  createPool,
+  hostChooserFor,
+  type PostgresOptions,
+  splitPoolSize,
+} from './connection.js'
 import { guard, type RetryPolicy } from './guard.js'
 import { exportPlants, requeueFailedDeliveries } from './data-moves.js'
 import { migratePostgres } from './migrations.js'
 import { PlantReads } from './plant-reads.js'
+import { ReplicaReads } from './replica-reads.js'
 import { RECORDABLE, type Row, toAttempt, toDelivery, toToken } from './rows.js'
 
 export { createPool, isUnavailableError, type PostgresOptions } from './connection.js'
@@ -44,7 +51,8 @@ const MAX_BATCH = 256
  */
 export async function openPostgresStorage(options: PostgresOptions): Promise<Storage> {
   const chooser = hostChooserFor(options.url)
-  const pool = createPool(options, true, chooser)
+  const sizes = splitPoolSize(options.poolSize, options.readUrl !== undefined)
+  const pool = createPool({ ...options, poolSize: sizes.primary }, true, chooser)
   try {
     // Retried as a request is, so a failover or a host of the wrong role in progress is waited out.
     const { rows } = await guard(
@@ -62,7 +70,16 @@ export async function openPostgresStorage(options: PostgresOptions): Promise<Sto
     await pool.end().catch(() => {})
     throw error
   }
-  return new PostgresStorage(pool, options)
+  // Not checked at start: a replica that cannot answer leaves the reads to the primary.
+  let replica: { pool: pg.Pool; hosts: number } | undefined
+  if (options.readUrl !== undefined) {
+    const readChooser = hostChooserFor(options.readUrl, 'DATABASE_READ_URL')
+    replica = {
+      pool: createPool({ ...options, url: options.readUrl, poolSize: sizes.read }, true, readChooser),
+      hosts: readChooser?.list.hosts.length ?? 1,
+    }
+  }
+  return new PostgresStorage(pool, { ...options, poolSize: sizes.primary }, replica)
 }
 
 /**
@@ -74,6 +91,7 @@ export class PostgresStorage implements Storage {
   readonly kind = 'postgres'
   readonly warnings: readonly string[] = []
 
+  private readonly readPool?: pg.Pool
   private readonly creates: CreateBatcher
   private readonly reads: PlantReads
 
@@ -85,8 +103,12 @@ export class PostgresStorage implements Storage {
 
   constructor(
     private readonly pool: pg.Pool,
+    /** `poolSize` is the primary pool's. */
     options: PostgresOptions,
+    /** With DATABASE_READ_URL: the replica's pool and its host count, for plant reads (replica-reads.ts). */
+    replica?: { pool: pg.Pool; hosts: number },
   ) {
+    this.readPool = replica?.pool
     this.deadlineMs = options.statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS
     this.retryAttempts = options.poolSize + 1
     this.creates = new CreateBatcher(
@@ -96,7 +118,18 @@ export class PostgresStorage implements Storage {
       options.observer,
     )
     // A batch of reads runs in the context of its first read, so under that request's deadline.
-    this.reads = new PlantReads(pool, (work) => this.guardIdempotent(work))
+    const guarded = <T>(work: () => Promise<T>) => this.guardIdempotent(work)
+    const replicaReads =
+      replica &&
+      new ReplicaReads(
+        pool,
+        replica,
+        guarded,
+        () => this.until(),
+        { idempotent: true, attempts: replica.pool.options.max + 1, waits: false },
+        options.readObserver,
+      )
+    this.reads = new PlantReads(pool, guarded, replicaReads)
   }
 
   /**
@@ -339,8 +372,13 @@ export class PostgresStorage implements Storage {
     return rows.map(toDelivery)
   }
 
+  /** Both pools together, with a read pool. */
   poolStats(): { inUse: number; waiting: number } {
-    return { inUse: this.pool.totalCount - this.pool.idleCount, waiting: this.pool.waitingCount }
+    const pools = this.readPool ? [this.pool, this.readPool] : [this.pool]
+    return {
+      inUse: pools.reduce((sum, pool) => sum + pool.totalCount - pool.idleCount, 0),
+      waiting: pools.reduce((sum, pool) => sum + pool.waitingCount, 0),
+    }
   }
 
   /** Ready means able to take writes too: a standby, or a primary set read-only, is not. */
@@ -366,6 +404,6 @@ export class PostgresStorage implements Storage {
   }
 
   async close(): Promise<void> {
-    await this.pool.end()
+    await Promise.all([this.pool.end(), this.readPool?.end()])
   }
 }
