@@ -18,6 +18,7 @@ import {
   startServiceProcess,
 } from '../helpers.js'
 import { request } from '../http-client.js'
+import { Scrape } from '../metrics-scrape.js'
 
 /**
  * A POST /plants whose body is only partly sent, so it is in flight when a signal lands; `rest` is
@@ -43,6 +44,17 @@ async function untilRefusing(service: SpawnedService): Promise<void> {
   )
 }
 
+/**
+ * Waits until the service counts the POST as in flight besides the scrape itself (its metrics'
+ * in-flight gauge), that is, until it has read the request's head: no client sees that otherwise.
+ */
+async function untilInFlight(url: string, token: string): Promise<void> {
+  await waitFor(
+    'the request in flight',
+    async () => (await Scrape.of(`${url}/metrics`, token)).value('plant_store_http_requests_in_flight') >= 2,
+  )
+}
+
 async function postInFlight(url: string, token: string, body: string) {
   const socket = net.connect(Number(new URL(url).port), '127.0.0.1')
   await new Promise((resolve) => socket.once('connect', resolve))
@@ -58,6 +70,8 @@ async function postInFlight(url: string, token: string, body: string) {
 
 for (const store of testStores()) {
   describe(`the service as a process (${store})`, () => {
+    // The in-flight tests read the metrics to see their request taken.
+    const scopes = 'plants:read,plants:write,metrics:read'
     // SQLite at either sync level keeps what it acknowledged when only the process dies.
     const variants: Record<string, string>[] = store === 'sqlite' ? [{}, { SQLITE_SYNC: 'normal' }] : [{}]
     for (const extra of variants) {
@@ -101,12 +115,11 @@ for (const store of testStores()) {
     }
 
     it('on SIGTERM finishes the request in flight, serves one pipelined behind it, refuses new connections, exits 0', async () => {
-      const { env, token, service } = await startServiceProcess(store, { name: 'lifecycle' })
+      const { env, token, service } = await startServiceProcess(store, { name: 'lifecycle', scopes })
       await request('POST', `${service.url}/plants`, { token, body: { id: 76, name: 'before' } })
       // A request whose body is still arriving when the signal lands.
       const { socket, rest, reply } = await postInFlight(service.url, token, '{"id":77,"name":"in flight"}')
-      // The server must have read the headers (the request is in flight), which no client can see.
-      await sleep(200)
+      await untilInFlight(service.url, token)
       service.child.kill('SIGTERM')
       await untilRefusing(service)
       await assert.rejects(fetch(`${service.url}/healthz`), 'a new connection was accepted while draining')
@@ -133,10 +146,9 @@ for (const store of testStores()) {
     })
 
     it('on SIGTERM tells a request in flight to close its connection, so the client does not reuse it', async () => {
-      const { token, service } = await startServiceProcess(store, { name: 'lifecycle' })
+      const { token, service } = await startServiceProcess(store, { name: 'lifecycle', scopes })
       const { socket, rest, reply } = await postInFlight(service.url, token, '{"id":78,"name":"last one"}')
-      // The server must have read the headers (the request is in flight), which no client can see.
-      await sleep(200)
+      await untilInFlight(service.url, token)
       service.child.kill('SIGTERM')
       await waitFor('the shutdown to begin', () => /shutting down/.test(service.output()))
       socket.write(rest)
