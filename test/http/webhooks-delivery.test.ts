@@ -201,7 +201,9 @@ for (const store of testStores()) {
     })
 
     it('lists each attempt with its HTTP status and error, newest first', async (t) => {
-      const ctx = await setup(t, { WEBHOOK_TIMEOUT_MS: '200' })
+      // A timeout long enough that the answered sends arrive before it on a loaded machine (at 200 ms,
+      // with the file's tests side by side, the first send timed out before its 500 arrived).
+      const ctx = await setup(t, { WEBHOOK_TIMEOUT_MS: '1000', WEBHOOK_LEASE_MS: '2000' })
       const receiver = await ctx.receiver()
       receiver.answer = (n) => (n === 1 ? 500 : n === 2 ? 'hold' : 503)
       await ctx.subscribe(receiver)
@@ -213,7 +215,7 @@ for (const store of testStores()) {
         row.recentAttempts.map(({ attempt, httpStatus, error }) => ({ attempt, httpStatus, error })),
         [
           { attempt: 3, httpStatus: 503, error: 'HTTP 503' },
-          { attempt: 2, httpStatus: null, error: 'timeout after 200 ms' },
+          { attempt: 2, httpStatus: null, error: 'timeout after 1000 ms' },
           { attempt: 1, httpStatus: 500, error: 'HTTP 500' },
         ],
       )
@@ -243,7 +245,7 @@ for (const store of testStores()) {
       assert.equal(rows.length, 3, text.stdout)
       for (const [i, [attempt, detail]] of [
         ['3/3', /503 +HTTP 503/],
-        ['2/3', / timeout after 200 ms/],
+        ['2/3', / timeout after 1000 ms/],
         ['1/3', /500 +HTTP 500/],
       ].entries()) {
         assert.ok(rows[i]?.startsWith(row.id), rows[i])
