@@ -38,7 +38,7 @@ export async function createServer(
         app.server.closeAllConnections()
       }, config.shutdownTimeoutMs)
       // A keep-alive socket that finishes its request mid-drain would otherwise idle until its
-      // timeout; close such sockets as soon as they fall idle, and those silent for a while.
+      // timeout; close such sockets as soon as they fall idle, and those that never sent a byte.
       const reaper = setInterval(() => {
         app.server.closeIdleConnections()
         closeSilentConnections()

@@ -251,7 +251,7 @@ export const ENV_SCHEMA = {
       'x-group': 'general',
       title: 'how long SIGTERM waits for requests in flight',
       description:
-        'how long SIGTERM/SIGINT waits for requests in flight; idle keep-alive connections are closed at once, and connections that have sent nothing once they have been silent for 2 s',
+        'how long SIGTERM/SIGINT waits for requests in flight; idle keep-alive connections, and connections that have not sent a byte yet, are closed at once',
     },
     TOKEN_CACHE_MS: {
       type: 'integer',

@@ -31,26 +31,19 @@ export function closeWhenLast(request: FastifyRequest, reply: FastifyReply): voi
 }
 
 /**
- * How long a connection may stay silent before a drain closes it: the request of one accepted just
- * before the drain may still sit unread in the kernel's buffer, and closing then loses it.
- */
-export const SILENT_GRACE_MS = 2000
-
-/**
- * Returns what closes, during a drain, the connections that have not sent a byte for
- * SILENT_GRACE_MS. Node's closeIdleConnections() leaves them open (it counts a connection as busy
- * from its start, so that the headers timeout also covers a client that never sends anything), and
- * server.close() stops the checks of that timeout: one such connection (a browser's or a proxy's
- * preconnect) held every shutdown for all of SHUTDOWN_TIMEOUT_MS.
+ * Returns what closes, during a drain, the connections that have not sent a byte. Node's
+ * closeIdleConnections() leaves them open (it counts a connection as busy from its start, so that
+ * the headers timeout also covers a client that never sends anything), and server.close() stops
+ * the checks of that timeout: one such connection (a browser's or a proxy's preconnect) held every
+ * shutdown for all of SHUTDOWN_TIMEOUT_MS. Closing one loses no request: none has begun on it.
  */
 export function silentConnectionCloser(server: Server): () => void {
-  const open = new Map<Socket, number>()
+  const open = new Set<Socket>()
   server.on('connection', (socket: Socket) => {
-    open.set(socket, performance.now())
+    open.add(socket)
     socket.once('close', () => open.delete(socket))
   })
   return () => {
-    const before = performance.now() - SILENT_GRACE_MS
-    for (const [socket, since] of open) if (socket.bytesRead === 0 && since <= before) socket.destroy()
+    for (const socket of open) if (socket.bytesRead === 0) socket.destroy()
   }
 }
