@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { type AppOptions, buildApp } from './app.js'
 import type { Config } from './config.js'
-import { silentConnectionCloser } from './http/drain.js'
+import { silentConnections, stopAccepting } from './http/drain.js'
 import type { Storage } from './storage/storage.js'
 
 export interface RunningServer {
@@ -25,7 +25,7 @@ export async function createServer(
 ): Promise<RunningServer> {
   let stopping: Promise<void> | undefined
   const app = await buildApp(config, storage, { ...options, draining: () => stopping !== undefined })
-  const closeSilentConnections = silentConnectionCloser(app.server)
+  const silent = silentConnections(app.server)
 
   const shutdown = (reason: string) => {
     stopping ??= (async () => {
@@ -37,13 +37,18 @@ export async function createServer(
         )
         app.server.closeAllConnections()
       }, config.shutdownTimeoutMs)
-      // A keep-alive socket that finishes its request mid-drain would otherwise idle until its
-      // timeout; close such sockets as soon as they fall idle, and those that never sent a byte.
-      const reaper = setInterval(() => {
-        app.server.closeIdleConnections()
-        closeSilentConnections()
-      }, 100)
+      let reaper: NodeJS.Timeout | undefined
       try {
+        // Until the silent connections have had their grace, idle ones stay open too: a request
+        // sent on one is answered, with Connection: close.
+        stopAccepting(app.server)
+        await silent.settled()
+        // A keep-alive socket that finishes its request mid-drain would otherwise idle until its
+        // timeout; close such sockets as soon as they fall idle, and those that never sent a byte.
+        reaper = setInterval(() => {
+          app.server.closeIdleConnections()
+          silent.close()
+        }, 100)
         await app.close()
         await Promise.all(background.map((task) => task.stop()))
       } finally {

@@ -251,7 +251,7 @@ export const ENV_SCHEMA = {
       'x-group': 'general',
       title: 'how long SIGTERM waits for requests in flight',
       description:
-        'how long SIGTERM/SIGINT waits for requests in flight; idle keep-alive connections, and connections that have not sent a byte yet, are closed at once',
+        'how long SIGTERM/SIGINT waits for requests in flight; idle connections are closed at once, or after up to 2 s while a connection that has sent nothing may still be sending ([operations.md](operations.md#shutdown))',
     },
     TOKEN_CACHE_MS: {
       type: 'integer',

@@ -1,5 +1,6 @@
 import type { IncomingMessage, Server } from 'node:http'
-import type { Socket } from 'node:net'
+import net, { type Socket } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 
 const requestsSeen = Symbol('requestsSeen')
@@ -31,19 +32,48 @@ export function closeWhenLast(request: FastifyRequest, reply: FastifyReply): voi
 }
 
 /**
- * Returns what closes, during a drain, the connections that have not sent a byte. Node's
- * closeIdleConnections() leaves them open (it counts a connection as busy from its start, so that
- * the headers timeout also covers a client that never sends anything), and server.close() stops
- * the checks of that timeout: one such connection (a browser's or a proxy's preconnect) held every
- * shutdown for all of SHUTDOWN_TIMEOUT_MS. Closing one loses no request: none has begun on it.
+ * How long a drain keeps a connection that has sent nothing: one accepted just before the drain may
+ * hold a request still unread in the kernel's buffer, while a preconnect would hold the drain.
  */
-export function silentConnectionCloser(server: Server): () => void {
-  const open = new Set<Socket>()
+export const SILENT_GRACE_MS = 2000
+
+/**
+ * Stops accepting connections and keeps those already open. http.Server's close() would also close
+ * the idle ones, and Node 26 counts among them a connection whose request has not been read yet
+ * (Node 20 to 24 do not); net.Server's close(), which it extends, leaves them to the drain.
+ */
+export function stopAccepting(server: Server): void {
+  net.Server.prototype.close.call(server)
+}
+
+export interface SilentConnections {
+  /** Resolves once every connection that has sent nothing has been open for SILENT_GRACE_MS. */
+  settled(): Promise<void>
+  /**
+   * Closes the connections that have sent nothing. Node's closeIdleConnections() leaves them open
+   * before Node 26, and server.close() stops the headers timeout that would: one preconnect held
+   * every shutdown for all of SHUTDOWN_TIMEOUT_MS.
+   */
+  close(): void
+}
+
+export function silentConnections(server: Server): SilentConnections {
+  const openedAt = new Map<Socket, number>()
   server.on('connection', (socket: Socket) => {
-    open.add(socket)
-    socket.once('close', () => open.delete(socket))
+    openedAt.set(socket, performance.now())
+    socket.once('close', () => openedAt.delete(socket))
   })
-  return () => {
-    for (const socket of open) if (socket.bytesRead === 0) socket.destroy()
+  const anyYoung = () => {
+    const since = performance.now() - SILENT_GRACE_MS
+    for (const [socket, at] of openedAt) if (socket.bytesRead === 0 && at > since) return true
+    return false
+  }
+  return {
+    async settled() {
+      while (anyYoung()) await sleep(50)
+    },
+    close() {
+      for (const socket of openedAt.keys()) if (socket.bytesRead === 0) socket.destroy()
+    },
   }
 }

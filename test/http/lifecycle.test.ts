@@ -222,6 +222,25 @@ for (const store of testStores()) {
       assert.ok((await closed) - signalled < 5_000)
     })
 
+    it('on SIGTERM answers a request that arrives on a connection accepted just before, with Connection: close', async () => {
+      const service = await spawnService(await serviceEnv(store, { SHUTDOWN_TIMEOUT_MS: '20000' }))
+      const late = net.connect(Number(new URL(service.url).port), '127.0.0.1')
+      let received = ''
+      late.on('data', (chunk) => (received += chunk))
+      await new Promise((resolve) => late.once('connect', resolve))
+      const closed = new Promise<void>((resolve) => late.once('close', () => resolve()))
+      late.on('error', () => {})
+      service.child.kill('SIGTERM')
+      await waitFor('the shutdown to begin', () => /shutting down/.test(service.output()))
+      // Past the drain's first sweeps (every 100 ms): a connection silent until now is still young.
+      await sleep(300)
+      late.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n')
+      await closed
+      assert.match(received, /^HTTP\/1\.1 200 /, `answered: ${JSON.stringify(received)}`)
+      assert.match(received, /\r\nconnection: close\r\n/i, received)
+      assert.equal(await service.exited, 0)
+    })
+
     it('exits 0 on SIGINT', async () => {
       const service = await spawnService(await serviceEnv(store))
       service.child.kill('SIGINT')
