@@ -24,6 +24,9 @@ await build({
   bundle: true,
   platform: 'node',
   format: 'esm',
+  // What a dynamic import() loads (serve's server, the PostgreSQL store) goes to a chunk beside
+  // main.js, so that the other commands neither read nor compile it.
+  splitting: true,
   target: 'node20',
   // Swagger UI reads its page's files from its own folder (__dirname), which a bundle has not;
   // pg-native is pg's optional native binding, which this service does not use. OpenTelemetry

@@ -10,7 +10,6 @@ import { importCommand } from './import.js'
 import { migrateCommand, type Run } from './migrate.js'
 import { print } from './output.js'
 import { restoreCommand } from './restore.js'
-import { serveCommand } from './serve.js'
 import { createToken, listTokens, revokeToken } from './tokens.js'
 import { retry, sendTest } from './webhook-tools.js'
 import { addSubscription, listDeliveries, listSubscriptions, removeSubscription } from './webhooks.js'
@@ -33,7 +32,12 @@ export function buildProgram(run: Run, packageVersion: string): Command {
   subcommand(program, 'serve', SERVE_ENV)
     .summary('Serve the HTTP API on HOST:PORT until SIGTERM or SIGINT; creates the store if missing.')
     .option('--workers <N|auto>', 'worker processes (node:cluster); auto: one per usable core; default 1')
-    .action((options: { workers?: string }) => serveCommand(options))
+    .action(async (options: { workers?: string }) => {
+      // Loaded here: the server's modules (Fastify and its plugins) are most of the bundle, and the
+      // other commands start faster without them.
+      const { serveCommand } = await import('./serve.js')
+      await serveCommand(options)
+    })
   subcommand(program, 'migrate', STORE_ENV)
     .summary('Create the store if missing and apply pending schema migrations, then exit.')
     .action(() => run(migrateCommand))
