@@ -1,14 +1,14 @@
 import { randomBase62 } from '../auth/token-format.js'
 import { loadConfig } from '../config.js'
-import type { Delivery, DeliveryAttempt } from '../storage/storage.js'
+import type { Delivery, DeliveryAttempt, Storage } from '../storage/storage.js'
 import type { OpenStore } from './open-store.js'
 import { literalRefusal } from '../webhooks/destination-policy.js'
 import { generateWebhookSecret } from '../webhooks/signer.js'
 import { CommandError, print, printError, printSecret, table, UsageError } from './output.js'
 
-const DEFAULT_DELIVERY_LIMIT = 50
+export const DEFAULT_DELIVERY_LIMIT = 50
 /** Attempts shown per delivery, newest first: enough to see how a failure changed. */
-const DEFAULT_ATTEMPTS_SHOWN = 5
+export const DEFAULT_ATTEMPTS_SHOWN = 5
 
 const MAX_URL_LENGTH = 2048
 
@@ -148,6 +148,28 @@ export async function removeSubscription(open: OpenStore, id: string): Promise<v
   print(`removed ${id}`)
 }
 
+/** The deliveries as `webhooks deliveries --json` shows them, each with its newest attempts first. */
+export async function deliveryRows(
+  storage: Storage,
+  options: { failedOnly: boolean; limit: number; attemptsEach: number },
+): Promise<DeliveryView[]> {
+  const found = await storage.listDeliveries({ failedOnly: options.failedOnly, limit: options.limit })
+  const ids = found.map((delivery) => delivery.id)
+  const attempts = options.attemptsEach === 0 ? [] : await storage.listAttempts(ids, options.attemptsEach)
+  const attemptsOf = new Map<string, DeliveryAttempt[]>()
+  for (const attempt of attempts) {
+    const list = attemptsOf.get(attempt.deliveryId) ?? []
+    list.push(attempt)
+    attemptsOf.set(attempt.deliveryId, list)
+  }
+  return found.map((delivery) =>
+    describeDelivery(
+      delivery,
+      (attemptsOf.get(delivery.id) ?? []).sort((a, b) => b.attempt - a.attempt),
+    ),
+  )
+}
+
 /** `webhooks deliveries`. */
 export async function listDeliveries(
   open: OpenStore,
@@ -159,22 +181,11 @@ export async function listDeliveries(
     values.attempts === undefined
       ? DEFAULT_ATTEMPTS_SHOWN
       : wholeNumber('--attempts', values.attempts, 0, 1000)
-  const storage = await open()
-  const found = await storage.listDeliveries({ failedOnly: values.failed === true, limit })
-  const ids = found.map((delivery) => delivery.id)
-  const attempts = each === 0 ? [] : await storage.listAttempts(ids, each)
-  const attemptsOf = new Map<string, DeliveryAttempt[]>()
-  for (const attempt of attempts) {
-    const list = attemptsOf.get(attempt.deliveryId) ?? []
-    list.push(attempt)
-    attemptsOf.set(attempt.deliveryId, list)
-  }
-  const rows = found.map((delivery) =>
-    describeDelivery(
-      delivery,
-      (attemptsOf.get(delivery.id) ?? []).sort((a, b) => b.attempt - a.attempt),
-    ),
-  )
+  const rows = await deliveryRows(await open(), {
+    failedOnly: values.failed === true,
+    limit,
+    attemptsEach: each,
+  })
   if (values.json) {
     print(JSON.stringify(rows, null, 2))
     return

@@ -103,7 +103,7 @@ for (const store of testStores()) {
       await ctx.start()
       assert.equal((await ctx.post('{"id":42,"name":"Chatty"}')).status, 200)
       const [row] = await waitFor('delivered status', async () => {
-        const rows = await ctx.deliveries()
+        const rows = await ctx.stored()
         return rows[0]?.status === 'delivered' ? rows : undefined
       })
       assert.equal(row?.lastStatus, 200)

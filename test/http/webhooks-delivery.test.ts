@@ -30,7 +30,7 @@ for (const store of testStores()) {
       assert.ok(Math.abs(Number(got.timestamp) - Date.now() / 1000) < 60, 'timestamp is unix seconds, now')
 
       const [row] = await waitFor('delivered status', async () => {
-        const rows = await ctx.deliveries()
+        const rows = await ctx.stored()
         return rows[0]?.status === 'delivered' ? rows : undefined
       })
       assert.ok(row)
@@ -58,7 +58,7 @@ for (const store of testStores()) {
         () => first.received.length >= 3 && second.received.length >= 3,
       )
       await waitFor('every delivery recorded', async () =>
-        (await ctx.deliveries()).every((row) => row.status === 'delivered'),
+        (await ctx.stored()).every((row) => row.status === 'delivered'),
       )
       for (const receiver of [first, second]) {
         assert.equal(receiver.received.length, 3)
@@ -106,7 +106,7 @@ for (const store of testStores()) {
       await ctx.start()
       assert.equal((await ctx.post('{"id":10,"name":"Retry"}')).status, 200)
       const [row] = await waitFor('delivered after retries', async () => {
-        const rows = await ctx.deliveries()
+        const rows = await ctx.stored()
         return rows[0]?.status === 'delivered' ? rows : undefined
       })
       assert.ok(row)
@@ -136,7 +136,7 @@ for (const store of testStores()) {
       assert.equal((await request('DELETE', url, { token: ctx.token })).status, 204)
       accept = true
       const [row] = await waitFor('delivered after the delete', async () => {
-        const rows = await ctx.deliveries()
+        const rows = await ctx.stored()
         return rows[0]?.status === 'delivered' ? rows : undefined
       })
       assert.ok(row)
@@ -154,7 +154,7 @@ for (const store of testStores()) {
       await ctx.start()
       assert.equal((await ctx.post('{"id":11,"name":"Down"}')).status, 200)
       const [failing] = await waitFor('a refused attempt', async () => {
-        const rows = await ctx.deliveries()
+        const rows = await ctx.stored()
         return (rows[0]?.attempts ?? 0) >= 2 ? rows : undefined
       })
       assert.ok(failing)
@@ -169,7 +169,7 @@ for (const store of testStores()) {
       const [got] = receiver.received
       assert.equal(got?.webhookId, failing.id)
       assert.equal(got?.verifyError, null)
-      await waitFor('delivered status', async () => (await ctx.deliveries())[0]?.status === 'delivered')
+      await waitFor('delivered status', async () => (await ctx.stored())[0]?.status === 'delivered')
     })
 
     it('marks a delivery failed after the attempt budget and lists it with --failed', async (t) => {
@@ -261,7 +261,7 @@ for (const store of testStores()) {
       await ctx.subscribe(receiver)
       await ctx.start()
       assert.equal((await ctx.post('{"id":16,"name":"Orphan"}')).status, 200)
-      await waitFor('first attempt', async () => (await ctx.deliveries())[0]?.attempts === 1)
+      await waitFor('first attempt', async () => (await ctx.stored())[0]?.attempts === 1)
       const [subscription] = JSON.parse((await runCli(['webhooks', 'list', '--json'], ctx.env)).stdout) as {
         id: string
       }[]

@@ -35,7 +35,7 @@ for (const store of testStores()) {
       const hanging = await ctx.receiver()
       hanging.answer = () => 'hold'
       // Twenty subscriptions (one receiver, twenty paths): 20 x 4 sends would fill a shared limit of 64.
-      for (let i = 0; i < 20; i++) await ctx.addSubscriber(`${hanging.url}/slow${i}`)
+      for (let i = 0; i < 20; i++) await ctx.addSubscriberHere(`${hanging.url}/slow${i}`)
       const healthy = await ctx.receiver()
       await ctx.subscribe(healthy)
       await ctx.start()
@@ -92,7 +92,7 @@ for (const store of testStores()) {
         assert.ok(acknowledged.has(id), `event ${id} delivered with the same webhook-id`)
       assert.ok(receiver.received.every((r) => r.verifyError === null))
       const rows = await waitFor('all recorded delivered', async () => {
-        const list = await ctx.deliveries()
+        const list = await ctx.stored()
         return list.length === 4 && list.every((row) => row.status === 'delivered') ? list : undefined
       })
       assert.deepEqual(new Set(rows.map((row) => row.id)), new Set(acknowledged.keys()))
@@ -129,7 +129,7 @@ for (const store of testStores()) {
         await ctx.start()
         // Well inside the lease: the send is due at once, not when its lease runs out.
         await waitFor('delivery right after restart', () => receiver.acknowledged().has(heldId ?? ''), 10_000)
-        await waitFor('recorded delivered', async () => (await ctx.deliveries())[0]?.status === 'delivered')
+        await waitFor('recorded delivered', async () => (await ctx.stored())[0]?.status === 'delivered')
       })
     }
 

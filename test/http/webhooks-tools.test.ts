@@ -25,7 +25,7 @@ for (const store of testStores()) {
       assert.equal(one.code, 0, one.stderr)
       assert.equal(one.stdout, `requeued ${first}\n`)
       const delivered = await waitFor('the retried delivery', async () =>
-        (await ctx.deliveries()).find((row) => row.id === first && row.status === 'delivered'),
+        (await ctx.stored()).find((row) => row.id === first && row.status === 'delivered'),
       )
       assert.equal(delivered.attempts, 4, 'three failed attempts, then the retry')
       assert.deepEqual(
@@ -52,7 +52,7 @@ for (const store of testStores()) {
       assert.equal(all.code, 0, all.stderr)
       assert.equal(all.stdout, `requeued ${second}\n`)
       await waitFor('every delivery delivered', async () =>
-        (await ctx.deliveries()).every((row) => row.status === 'delivered'),
+        (await ctx.stored()).every((row) => row.status === 'delivered'),
       )
     })
 
