@@ -50,9 +50,9 @@ export interface SilentConnections {
   /** Resolves once every connection that has sent nothing has been open for SILENT_GRACE_MS. */
   settled(): Promise<void>
   /**
-   * Closes the connections that have sent nothing. Node's closeIdleConnections() leaves them open
-   * before Node 26, and server.close() stops the headers timeout that would: one preconnect held
-   * every shutdown for all of SHUTDOWN_TIMEOUT_MS.
+   * Closes the connections that have sent nothing. Before Node 26 closeIdleConnections() leaves
+   * them open, and server.close() stops the headers timeout that would close them: a preconnect
+   * would otherwise hold the shutdown for all of SHUTDOWN_TIMEOUT_MS.
    */
   close(): void
 }
