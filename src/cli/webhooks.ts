@@ -105,15 +105,20 @@ function wholeNumber(option: string, raw: string, min: number, max: number): num
   return Number(raw)
 }
 
+/** A subscription to `url` with a fresh id and signing secret, as `webhooks add` stores it. */
+export function newSubscription(url: string) {
+  return { id: `sub_${randomBase62(16)}`, url, secret: generateWebhookSecret(), createdAt: new Date() }
+}
+
 /** `webhooks add URL`. */
 export async function addSubscription(open: OpenStore, raw: string): Promise<void> {
   const url = parseSubscriberUrl(raw, loadConfig().webhookAllowPrivate)
-  const id = `sub_${randomBase62(16)}`
-  const secret = generateWebhookSecret()
+  const subscription = newSubscription(url)
+  const { id, secret } = subscription
   const storage = await open({ create: true })
   // Allowed, since it is how a signing secret is rotated (docs/webhooks.md), but never unnoticed.
   const sameUrl = (await storage.listSubscriptions()).filter((s) => s.url === url).map((s) => s.id)
-  await storage.addSubscription({ id, url, secret, createdAt: new Date() })
+  await storage.addSubscription(subscription)
   // The secret alone on stdout, so `SECRET=$(plant-store webhooks add ...)` works; it is shown once.
   await printSecret(secret, 'the signing secret', async () => {
     await storage.removeSubscription(id)

@@ -7,12 +7,15 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { TestContext } from 'node:test'
 import { Webhook } from 'standardwebhooks'
-import { randomBase62 } from '../../src/auth/token-format.js'
-import { DEFAULT_ATTEMPTS_SHOWN, DEFAULT_DELIVERY_LIMIT, deliveryRows } from '../../src/cli/webhooks.js'
+import {
+  DEFAULT_ATTEMPTS_SHOWN,
+  DEFAULT_DELIVERY_LIMIT,
+  deliveryRows,
+  newSubscription,
+} from '../../src/cli/webhooks.js'
 import { loadConfig } from '../../src/config.js'
 import { openStorage } from '../../src/storage/open.js'
 import type { Storage } from '../../src/storage/storage.js'
-import { generateWebhookSecret } from '../../src/webhooks/signer.js'
 import {
   createToken,
   runCli,
@@ -209,8 +212,7 @@ export async function setupWebhooks(store: StoreKind, t: TestContext, extra: Rec
     },
     /** A subscription stored from this process: for a test that needs many and tests no CLI. */
     async addSubscriberHere(url: string): Promise<void> {
-      const subscription = { id: `sub_${randomBase62(16)}`, url, secret: generateWebhookSecret() }
-      await (await opened()).addSubscription({ ...subscription, createdAt: new Date() })
+      await (await opened()).addSubscription(newSubscription(url))
     },
     /** Subscribes the receiver and hands it the secret to verify with. */
     async subscribe(receiver: Receiver): Promise<void> {
@@ -230,12 +232,11 @@ export async function setupWebhooks(store: StoreKind, t: TestContext, extra: Rec
      * for the polls, each of which would otherwise start a CLI process (0.4 CPU seconds).
      */
     async stored(failedOnly = false): Promise<DeliveryRow[]> {
-      const rows = await deliveryRows(await opened(), {
+      return deliveryRows(await opened(), {
         failedOnly,
         limit: DEFAULT_DELIVERY_LIMIT,
         attemptsEach: DEFAULT_ATTEMPTS_SHOWN,
       })
-      return JSON.parse(JSON.stringify(rows)) as DeliveryRow[]
     },
     /** Waits until exactly `count` deliveries have failed for good, and returns them. */
     failed(count: number): Promise<DeliveryRow[]> {
