@@ -1,4 +1,3 @@
-import assert from 'node:assert/strict'
 import { type ChildProcess, execFile, type SpawnOptions, spawn } from 'node:child_process'
 import { mkdtempSync } from 'node:fs'
 import net from 'node:net'
@@ -12,6 +11,7 @@ import {
   generateTokenSecret,
   hashToken,
   SCOPES,
+  DEFAULT_SCOPES,
   type Scope,
 } from '../src/auth/token-format.js'
 import { loadConfig } from '../src/config.js'
@@ -131,11 +131,12 @@ export async function issueToken(
   storage: Storage,
   scopes: readonly Scope[] = SCOPES,
   expiresAt: Date | null = null,
+  name = 'test',
 ): Promise<string> {
   const secret = generateTokenSecret()
   await storage.createToken({
     id: generateTokenId(),
-    name: 'test',
+    name,
     scopes: [...scopes],
     hash: hashToken(secret),
     createdAt: new Date(),
@@ -231,7 +232,7 @@ export async function spawnService(
 export interface StartedProcess {
   /** The store's environment (a fresh SQLite file or this file's PostgreSQL database). */
   env: Record<string, string>
-  /** A token made with `tokens create`, as an operator makes one. */
+  /** A token stored as `tokens create` stores one (createToken). */
   token: string
   service: SpawnedService
 }
@@ -251,7 +252,7 @@ export interface StartProcessOptions {
 }
 
 /**
- * A fresh store, a token from `tokens create` and `plant-store serve` as a process: the start of
+ * A fresh store, a token as `tokens create` stores one and `plant-store serve` as a process: the start of
  * every test that drives the service as an operator runs it. Stop it with stopService.
  */
 export async function startServiceProcess(
@@ -304,18 +305,21 @@ export function runCli(args: string[], env: Record<string, string>): Promise<Cli
   })
 }
 
-/** An API token made with the CLI, as an operator makes one: the default scopes, or `scopes`. */
+/**
+ * An API token stored as `tokens create` stores one (the default scopes, or `scopes`), from this
+ * process: a CLI process costs some 0.4 CPU seconds, and cli-tokens.test.ts runs the command itself.
+ */
 export async function createToken(
   env: Record<string, string>,
   name: string,
   scopes?: string,
 ): Promise<string> {
-  const created = await runCli(
-    ['tokens', 'create', '--name', name, ...(scopes ? ['--scopes', scopes] : [])],
-    env,
-  )
-  assert.equal(created.code, 0, created.stderr)
-  return created.stdout.trim()
+  const storage = await openStorage(loadConfig(env))
+  try {
+    return await issueToken(storage, scopes ? (scopes.split(',') as Scope[]) : DEFAULT_SCOPES, null, name)
+  } finally {
+    await storage.close()
+  }
 }
 
 /** PLANT_STORE_REQUIRE_ALL_TESTS=1 (CI sets it): a suite that cannot run fails instead of skipping. */
