@@ -46,3 +46,15 @@ await build({
   },
   logLevel: 'warning',
 })
+
+// esbuild escapes every non-ASCII character of the code (charset ascii) but keeps the few in
+// dependencies' comments, and one such character makes Node decode and V8 scan the whole file as
+// two-byte text: the same escape in those comments makes each start some 25 ms cheaper.
+for (const file of ['main.js', 'writer-thread.js']) {
+  const bundled = fs.readFileSync(`${outdir}/${file}`, 'utf8')
+  const ascii = bundled.replace(
+    /[^\x00-\x7f]/g,
+    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  )
+  if (ascii !== bundled) fs.writeFileSync(`${outdir}/${file}`, ascii)
+}

@@ -6,12 +6,10 @@ import { completionCommand, SHELLS, storeIds } from './completion.js'
 import { SERVE_ENV, STORE_ENV } from './env-help.js'
 import { exportCommand } from './export.js'
 import { describeCommands, formatHelp } from './help-text.js'
-import { importCommand } from './import.js'
 import { migrateCommand, type Run } from './migrate.js'
 import { print } from './output.js'
 import { restoreCommand } from './restore.js'
 import { createToken, listTokens, revokeToken } from './tokens.js'
-import { retry, sendTest } from './webhook-tools.js'
 import { addSubscription, listDeliveries, listSubscriptions, removeSubscription } from './webhooks.js'
 
 const json = ['--json', 'print JSON instead of a table, for scripts'] as const
@@ -94,13 +92,15 @@ export function buildProgram(run: Run, packageVersion: string): Command {
     )
     .option('--failed', 'every failed delivery whose subscription still exists')
     .argument('[ID...]')
-    .action((ids: string[], options: { failed?: boolean }) => run((open) => retry(open, ids, options)))
+    .action((ids: string[], options: { failed?: boolean }) =>
+      run(async (open) => (await import('./webhook-tools.js')).retry(open, ids, options)),
+    )
   subcommand(webhooks, 'test', [...STORE_ENV, 'WEBHOOK_TIMEOUT_MS', 'WEBHOOK_ALLOW_PRIVATE'], 'subscription')
     .summary(
       "Send a signed sample event to a subscription now, as the worker sends, and print the receiver's status and body.",
     )
     .argument('<SUBSCRIPTION_ID>')
-    .action((id: string) => run((open) => sendTest(open, id)))
+    .action((id: string) => run(async (open) => (await import('./webhook-tools.js')).sendTest(open, id)))
 
   subcommand(program, 'backup', ['PLANT_STORE_DB', 'DATABASE_URL'], 'file')
     .summary(
@@ -128,7 +128,9 @@ export function buildProgram(run: Run, packageVersion: string): Command {
       'Create the plants of an NDJSON file by the rules of POST /plants: the same plant again is already present, another plant at its id a conflict, a bad line reported and skipped.',
     )
     .argument('<FILE|->')
-    .action((file: string) => run((open) => importCommand(open, file)))
+    // Imported when run, as webhook-tools.js is: they load the plant validator and the metrics,
+    // which would cost every other command some 40 ms at start.
+    .action((file: string) => run(async (open) => (await import('./import.js')).importCommand(open, file)))
   subcommand(program, 'completion', [], 'shell')
     .summary(`Print a shell completion script: source <(plant-store completion bash).`)
     .addArgument(new Argument('<SHELL>').choices(SHELLS))
