@@ -214,10 +214,14 @@ export async function spawnService(
       child.kill('SIGKILL')
       reject(new Error(`service did not start:\n${output}`))
     }, 60_000)
+    let listening = false
     const onData = (chunk: Buffer) => {
       output += chunk.toString()
+      // Searched until found only: each search flattens the output, which grows by every request's log line.
+      if (listening) return
       const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output)
       if (match?.[1]) {
+        listening = true
         clearTimeout(timer)
         resolve(match[1])
       }

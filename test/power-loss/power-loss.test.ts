@@ -96,10 +96,16 @@ async function recordRun(dir: string, log: string, token: string): Promise<Acks>
   try {
     const url = await new Promise<string>((resolve, reject) => {
       let output = ''
+      let listening = false
       const seen = (chunk: Buffer) => {
         output += chunk.toString()
+        // Searched until found only: each search flattens the output, which grows by every request's log line.
+        if (listening) return
         const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output)
-        if (match?.[1]) resolve(match[1])
+        if (match?.[1]) {
+          listening = true
+          resolve(match[1])
+        }
       }
       child.stdout.on('data', seen)
       child.stderr.on('data', seen)
