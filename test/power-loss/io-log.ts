@@ -61,8 +61,18 @@ function apply(image: Buffer, unit: Unit): Buffer {
   return out
 }
 
+/** Backing stores that grow() made with room to spare, and so may extend in place. */
+const roomy = new WeakSet<ArrayBufferLike>()
+
+/** The image extended with zeros to `size`; a WAL grows a frame at a time, so the room doubles. */
 function grow(image: Buffer, size: number): Buffer {
-  const out = Buffer.alloc(size)
+  if (roomy.has(image.buffer) && image.byteOffset === 0 && image.buffer.byteLength >= size) {
+    // A truncate before may have left old bytes in the room: a file extends with zeros.
+    return Buffer.from(image.buffer, 0, size).fill(0, image.length)
+  }
+  const backing = new ArrayBuffer(Math.max(size, 2 * image.length))
+  roomy.add(backing)
+  const out = Buffer.from(backing, 0, size)
   image.copy(out)
   return out
 }
@@ -170,9 +180,16 @@ export class CrashStates {
 
   /** Writes the durable images plus `kept` into `dir`, under the files' own names. */
   write(dir: string, durable: Map<number, Buffer>, kept: Unit[]): void {
-    const images = new Map<number, Buffer>()
-    for (const [file, image] of durable) images.set(file, Buffer.from(image))
-    for (const unit of kept) images.set(unit.file, apply(images.get(unit.file) as Buffer, unit))
+    const images = new Map(durable)
+    const copied = new Set<number>()
+    for (const unit of kept) {
+      // Copied before the first change: the durable image is where the next crash point starts.
+      if (!copied.has(unit.file)) {
+        copied.add(unit.file)
+        images.set(unit.file, Buffer.from(images.get(unit.file) as Buffer))
+      }
+      images.set(unit.file, apply(images.get(unit.file) as Buffer, unit))
+    }
     fs.rmSync(dir, { recursive: true, force: true })
     fs.mkdirSync(dir, { recursive: true })
     for (const [file, image] of images) {
