@@ -1,7 +1,9 @@
 import { Argument, Command, type Option } from 'commander'
 import { SCOPES, DEFAULT_SCOPES } from '../auth/token-format.js'
 import { requiredOption, subcommand } from './command-meta.js'
+import { loadConfig } from '../config.js'
 import { backupCommand } from './backup.js'
+import { parseWorkers } from './cluster.js'
 import { completionCommand, SHELLS, storeIds } from './completion.js'
 import { SERVE_ENV, STORE_ENV } from './env-help.js'
 import { exportCommand } from './export.js'
@@ -31,10 +33,13 @@ export function buildProgram(run: Run, packageVersion: string): Command {
     .summary('Serve the HTTP API on HOST:PORT until SIGTERM or SIGINT; creates the store if missing.')
     .option('--workers <N|auto>', 'worker processes (node:cluster); auto: one per usable core; default 1')
     .action(async (options: { workers?: string }) => {
-      // Loaded here: the server's modules (Fastify and its plugins) are most of the bundle, and the
-      // other commands start faster without them.
+      // The command line first (a wrong one is a 2 whatever the store), then the settings, both
+      // before the server's modules load: Fastify and its plugins are most of the bundle, so a
+      // wrong setting stops the start sooner, and the other commands start faster without them.
+      const workers = parseWorkers(options.workers)
+      const config = loadConfig()
       const { serveCommand } = await import('./serve.js')
-      await serveCommand(options)
+      await serveCommand(workers, config)
     })
   subcommand(program, 'migrate', STORE_ENV)
     .summary('Create the store if missing and apply pending schema migrations, then exit.')

@@ -1,6 +1,6 @@
 import cluster from 'node:cluster'
 import net from 'node:net'
-import { type Config, ConfigError, loadConfig } from '../config.js'
+import { type Config, ConfigError } from '../config.js'
 import { type Background, createServer, exitOnSignals } from '../server.js'
 import { openStorage } from '../storage/open.js'
 import { DeliveryWorker } from '../webhooks/delivery-worker.js'
@@ -9,18 +9,15 @@ import { commitObserver, readObserver } from '../observability/metrics.js'
 import { storeLocation } from '../observability/store-location.js'
 import { startTracing } from '../observability/start-tracing.js'
 import { proxyTrust } from '../http/client-address.js'
-import { parseWorkers, primaryLogger, runCluster, STORE_FAILED } from './cluster.js'
+import { primaryLogger, runCluster, STORE_FAILED } from './cluster.js'
 import { announceNewStore, storeIsMissing } from './open-store.js'
 
 /**
  * `plant-store serve [--workers N|auto]`: HTTP on HOST:PORT until SIGTERM or SIGINT. With more than
  * one worker this process becomes a node:cluster primary and each worker (which re-runs this same
- * command) takes the path below.
+ * command) takes the path below. `workers` and `config` are checked by the caller (program.ts).
  */
-export async function serveCommand(values: { workers?: string }): Promise<void> {
-  const workers = parseWorkers(values.workers)
-  // After the arguments: a wrong command line is a 2 whatever the store, and creates no store file.
-  const config = loadConfig()
+export async function serveCommand(workers: number, config: Config): Promise<void> {
   const missing = storeIsMissing(config)
   const opened = await openStorage(config, config.metrics ? { observer: commitObserver, readObserver } : {})
   if (missing && cluster.isPrimary) announceNewStore(config)
