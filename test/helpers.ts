@@ -256,8 +256,8 @@ export interface StartProcessOptions {
 }
 
 /**
- * A fresh store, a token as `tokens create` stores one and `plant-store serve` as a process: the start of
- * every test that drives the service as an operator runs it. Stop it with stopService.
+ * A fresh store, a token as `tokens create` stores one and `plant-store serve` as a process: the
+ * start of every test that drives the service as an operator runs it. Stop it with stopService.
  */
 export async function startServiceProcess(
   store: StoreKind,

@@ -1,7 +1,7 @@
 import { Argument, Command, type Option } from 'commander'
 import { SCOPES, DEFAULT_SCOPES } from '../auth/token-format.js'
-import { requiredOption, subcommand } from './command-meta.js'
 import { loadConfig } from '../config.js'
+import { requiredOption, subcommand } from './command-meta.js'
 import { backupCommand } from './backup.js'
 import { parseWorkers } from './cluster.js'
 import { completionCommand, SHELLS, storeIds } from './completion.js'
