@@ -7,6 +7,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { TestContext } from 'node:test'
 import { Webhook } from 'standardwebhooks'
+import { DEFAULT_SCOPES } from '../../src/auth/token-format.js'
 import {
   DEFAULT_ATTEMPTS_SHOWN,
   DEFAULT_DELIVERY_LIMIT,
@@ -15,9 +16,8 @@ import {
 } from '../../src/cli/webhooks.js'
 import { loadConfig } from '../../src/config.js'
 import { openStorage } from '../../src/storage/open.js'
-import type { Storage } from '../../src/storage/storage.js'
 import {
-  createToken,
+  issueToken,
   runCli,
   type SpawnedService,
   serviceEnv,
@@ -181,12 +181,12 @@ export interface DeliveryRow {
 /** A fresh store, the service running on it, an API token, and cleanup registered on `t`. */
 export async function setupWebhooks(store: StoreKind, t: TestContext, extra: Record<string, string> = {}) {
   const env = await serviceEnv(store, { ...FAST, ...extra })
-  const token = await createToken(env, 'webhooks-test')
+  // The store as this process opens it, for the token, reads and setup that test no CLI; closed
+  // after the test.
+  const storage = await openStorage(loadConfig(env))
+  const token = await issueToken(storage, DEFAULT_SCOPES, null, 'webhooks-test')
   const services: SpawnedService[] = []
   const receivers: Receiver[] = []
-  // The store as this process opens it, for reads and setup that test no CLI; closed after the test.
-  let storage: Storage | undefined
-  const opened = async () => (storage ??= await openStorage(loadConfig(env)))
   const ctx = {
     env,
     token,
@@ -212,7 +212,7 @@ export async function setupWebhooks(store: StoreKind, t: TestContext, extra: Rec
     },
     /** A subscription stored from this process: for a test that needs many and tests no CLI. */
     async addSubscriberHere(url: string): Promise<void> {
-      await (await opened()).addSubscription(newSubscription(url))
+      await storage.addSubscription(newSubscription(url))
     },
     /** Subscribes the receiver and hands it the secret to verify with. */
     async subscribe(receiver: Receiver): Promise<void> {
@@ -232,7 +232,7 @@ export async function setupWebhooks(store: StoreKind, t: TestContext, extra: Rec
      * for the polls, each of which would otherwise start a CLI process (0.4 CPU seconds).
      */
     async stored(failedOnly = false): Promise<DeliveryRow[]> {
-      return deliveryRows(await opened(), {
+      return deliveryRows(storage, {
         failedOnly,
         limit: DEFAULT_DELIVERY_LIMIT,
         attemptsEach: DEFAULT_ATTEMPTS_SHOWN,
@@ -251,7 +251,7 @@ export async function setupWebhooks(store: StoreKind, t: TestContext, extra: Rec
     for (const receiver of receivers) receiver.release(503)
     await Promise.all(services.map(stopService))
     await Promise.all(receivers.map((r) => r.close()))
-    await storage?.close()
+    await storage.close()
   })
   return ctx
 }
