@@ -14,11 +14,12 @@ import {
   DEFAULT_SCOPES,
   type Scope,
 } from '../src/auth/token-format.js'
-import { loadConfig } from '../src/config.js'
-import { type RunningServer, startServer } from '../src/server.js'
-import { openStorage } from '../src/storage/open.js'
-import { pgAdmin } from './pg-admin.js'
+import type { RunningServer } from '../src/server.js'
 import type { Storage } from '../src/storage/storage.js'
+
+// Loaded on first use: the server's modules and the PostgreSQL driver cost a file that only spawns
+// services, or never touches PostgreSQL, some 0.5 CPU seconds to load.
+const pgAdmin = async (url: string) => (await import('./pg-admin.js')).pgAdmin(url)
 
 export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 /** The bundled build that `npm start` and `npm run cli` run (scripts/bundle.mjs). */
@@ -56,7 +57,7 @@ export function fileDatabaseUrl(): Promise<string> {
     const name = `${decodeURIComponent(url.pathname.slice(1))}_f${process.pid}`
     if (!/test/i.test(name))
       throw new Error(`refusing to use database "${name}": its name must contain "test"`)
-    const sql = pgAdmin(base)
+    const sql = await pgAdmin(base)
     try {
       // Two statements: CREATE DATABASE cannot run in the transaction a multi-statement query is.
       await sql.unsafe(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)
@@ -75,7 +76,7 @@ if (process.env.TEST_DATABASE_URL) {
   after(async () => {
     if (!fileDatabase) return
     const name = decodeURIComponent(new URL(await fileDatabase).pathname.slice(1))
-    const sql = pgAdmin(process.env.TEST_DATABASE_URL as string)
+    const sql = await pgAdmin(process.env.TEST_DATABASE_URL as string)
     try {
       await sql.unsafe(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)
     } finally {
@@ -86,7 +87,7 @@ if (process.env.TEST_DATABASE_URL) {
 
 /** Empties this file's database (never TEST_DATABASE_URL's own) so the next service starts from nothing. */
 export async function resetPostgres(): Promise<void> {
-  const sql = pgAdmin(await fileDatabaseUrl())
+  const sql = await pgAdmin(await fileDatabaseUrl())
   try {
     await sql.unsafe('DROP SCHEMA IF EXISTS public CASCADE; CREATE SCHEMA public')
   } finally {
@@ -153,6 +154,11 @@ export async function startService(
   extraEnv: Record<string, string> = {},
 ): Promise<TestService> {
   const env = await serviceEnv(store, extraEnv)
+  const [{ loadConfig }, { openStorage }, { startServer }] = await Promise.all([
+    import('../src/config.js'),
+    import('../src/storage/open.js'),
+    import('../src/server.js'),
+  ])
   const config = loadConfig(env)
   const storage = await openStorage(config)
   const server = await startServer(config, storage)
@@ -318,6 +324,10 @@ export async function createToken(
   name: string,
   scopes?: string,
 ): Promise<string> {
+  const [{ loadConfig }, { openStorage }] = await Promise.all([
+    import('../src/config.js'),
+    import('../src/storage/open.js'),
+  ])
   const storage = await openStorage(loadConfig(env))
   try {
     return await issueToken(storage, scopes ? (scopes.split(',') as Scope[]) : DEFAULT_SCOPES, null, name)
