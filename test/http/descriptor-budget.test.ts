@@ -8,7 +8,6 @@ import net from 'node:net'
 import { after, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import {
-  runCli,
   type SpawnedService,
   serviceEnv,
   spawnService,
@@ -17,6 +16,7 @@ import {
   startServiceProcess,
 } from '../helpers.js'
 import { rawRequest, request } from '../http-client.js'
+import { storeSubscriptions } from './webhook-harness.js'
 
 const FILE_LIMIT = 256
 
@@ -94,12 +94,11 @@ describe('descriptors under a low open-file limit', () => {
         WEBHOOK_LEASE_MS: '60000',
       },
       name: 'budget',
-      prepare: async (env) => {
-        for (let i = 0; i < 24; i++) {
-          const added = await runCli(['webhooks', 'add', `http://127.0.0.1:${port}/slow${i}`], env)
-          assert.equal(added.code, 0, added.stderr)
-        }
-      },
+      prepare: (env) =>
+        storeSubscriptions(
+          env,
+          Array.from({ length: 24 }, (_, i) => `http://127.0.0.1:${port}/slow${i}`),
+        ),
       fileLimit: FILE_LIMIT,
     })
     services.push(service)

@@ -178,6 +178,16 @@ export interface DeliveryRow {
   recentAttempts: { attempt: number; at: string; httpStatus: number | null; error: string | null }[]
 }
 
+/** Subscriptions to `urls` stored from this process, as `webhooks add` stores them, for a test of no CLI. */
+export async function storeSubscriptions(env: Record<string, string>, urls: string[]): Promise<void> {
+  const storage = await openStorage(loadConfig(env))
+  try {
+    for (const url of urls) await storage.addSubscription(newSubscription(url))
+  } finally {
+    await storage.close()
+  }
+}
+
 /** A fresh store, the service running on it, an API token, and cleanup registered on `t`. */
 export async function setupWebhooks(store: StoreKind, t: TestContext, extra: Record<string, string> = {}) {
   const env = await serviceEnv(store, { ...FAST, ...extra })
@@ -210,13 +220,18 @@ export async function setupWebhooks(store: StoreKind, t: TestContext, extra: Rec
       assert.match(secret, /^whsec_[A-Za-z0-9+/]+=*$/)
       return secret
     },
-    /** A subscription stored from this process: for a test that needs many and tests no CLI. */
-    async addSubscriberHere(url: string): Promise<void> {
-      await storage.addSubscription(newSubscription(url))
+    /**
+     * A subscription stored from this process, as `webhooks add` stores it; returns its secret. For
+     * the tests that test no CLI: a CLI process costs some 0.5 CPU seconds.
+     */
+    async addSubscriberHere(url: string): Promise<string> {
+      const subscription = newSubscription(url)
+      await storage.addSubscription(subscription)
+      return subscription.secret
     },
-    /** Subscribes the receiver and hands it the secret to verify with. */
+    /** Subscribes the receiver (from this process) and hands it the secret to verify with. */
     async subscribe(receiver: Receiver): Promise<void> {
-      receiver.secret = await ctx.addSubscriber(receiver.url)
+      receiver.secret = await ctx.addSubscriberHere(receiver.url)
     },
     post(body: string) {
       return request('POST', `${ctx.service.url}/plants`, { token, body })

@@ -13,7 +13,8 @@ for (const store of testStores()) {
     it('POSTs the exact NewPlant JSON, signed per Standard Webhooks, with the delivery id as webhook-id', async (t) => {
       const ctx = await setup(t)
       const receiver = await ctx.receiver()
-      await ctx.subscribe(receiver)
+      // The secret `webhooks add` prints is the one the service signs with.
+      receiver.secret = await ctx.addSubscriber(receiver.url)
       await ctx.start()
       const body = '{"id":9223372036854775807,"name":"Exact","tag":"int64"}'
       const created = await ctx.post(body)
