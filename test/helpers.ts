@@ -315,6 +315,15 @@ export function runCli(args: string[], env: Record<string, string>): Promise<Cli
   })
 }
 
+/** The store that a service with `env` would open, opened in this process (close it when done). */
+export async function openStore(env: Record<string, string>): Promise<Storage> {
+  const [{ loadConfig }, { openStorage }] = await Promise.all([
+    import('../src/config.js'),
+    import('../src/storage/open.js'),
+  ])
+  return openStorage(loadConfig(env))
+}
+
 /**
  * An API token stored as `tokens create` stores one (the default scopes, or `scopes`), from this
  * process: a CLI process costs some 0.4 CPU seconds, and cli-tokens.test.ts runs the command itself.
@@ -324,11 +333,7 @@ export async function createToken(
   name: string,
   scopes?: string,
 ): Promise<string> {
-  const [{ loadConfig }, { openStorage }] = await Promise.all([
-    import('../src/config.js'),
-    import('../src/storage/open.js'),
-  ])
-  const storage = await openStorage(loadConfig(env))
+  const storage = await openStore(env)
   try {
     return await issueToken(storage, scopes ? (scopes.split(',') as Scope[]) : DEFAULT_SCOPES, null, name)
   } finally {

@@ -105,7 +105,10 @@ export function request(
   })
 }
 
-/** A request through node:http, for what fetch will not send (no Content-Type with a body, raw bytes). */
+/**
+ * A request with the headers as given (any framing: Content-Length is added to a body only when
+ * neither it nor Transfer-Encoding is given), and a body of raw bytes.
+ */
 export function rawRequest(
   url: string,
   method: string,

@@ -14,10 +14,9 @@ import {
   deliveryRows,
   newSubscription,
 } from '../../src/cli/webhooks.js'
-import { loadConfig } from '../../src/config.js'
-import { openStorage } from '../../src/storage/open.js'
 import {
   issueToken,
+  openStore,
   runCli,
   type SpawnedService,
   serviceEnv,
@@ -27,6 +26,7 @@ import {
   waitFor,
 } from '../helpers.js'
 import { request } from '../http-client.js'
+import type { Storage } from '../../src/storage/storage.js'
 
 export const FAST: Record<string, string> = {
   LOG_LEVEL: 'info',
@@ -178,11 +178,18 @@ export interface DeliveryRow {
   recentAttempts: { attempt: number; at: string; httpStatus: number | null; error: string | null }[]
 }
 
-/** Subscriptions to `urls` stored from this process, as `webhooks add` stores them, for a test of no CLI. */
+/** A subscription to `url` stored as `webhooks add` stores it; returns its signing secret. */
+async function storeSubscription(storage: Storage, url: string): Promise<string> {
+  const subscription = newSubscription(url)
+  await storage.addSubscription(subscription)
+  return subscription.secret
+}
+
+/** Subscriptions to `urls` stored from this process, for a test of no CLI. */
 export async function storeSubscriptions(env: Record<string, string>, urls: string[]): Promise<void> {
-  const storage = await openStorage(loadConfig(env))
+  const storage = await openStore(env)
   try {
-    for (const url of urls) await storage.addSubscription(newSubscription(url))
+    for (const url of urls) await storeSubscription(storage, url)
   } finally {
     await storage.close()
   }
@@ -193,7 +200,7 @@ export async function setupWebhooks(store: StoreKind, t: TestContext, extra: Rec
   const env = await serviceEnv(store, { ...FAST, ...extra })
   // The store as this process opens it, for the token, reads and setup that test no CLI; closed
   // after the test.
-  const storage = await openStorage(loadConfig(env))
+  const storage = await openStore(env)
   const token = await issueToken(storage, DEFAULT_SCOPES, null, 'webhooks-test')
   const services: SpawnedService[] = []
   const receivers: Receiver[] = []
@@ -225,9 +232,7 @@ export async function setupWebhooks(store: StoreKind, t: TestContext, extra: Rec
      * the tests that test no CLI: a CLI process costs some 0.5 CPU seconds.
      */
     async addSubscriberHere(url: string): Promise<string> {
-      const subscription = newSubscription(url)
-      await storage.addSubscription(subscription)
-      return subscription.secret
+      return storeSubscription(storage, url)
     },
     /** Subscribes the receiver (from this process) and hands it the secret to verify with. */
     async subscribe(receiver: Receiver): Promise<void> {
