@@ -1,17 +1,14 @@
 import assert from 'node:assert/strict'
 import { execFileSync, spawn } from 'node:child_process'
-import { closeSync, existsSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs'
+import { closeSync, existsSync, openSync } from 'node:fs'
 import net from 'node:net'
-import os from 'node:os'
-import path from 'node:path'
-import { after, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import {
   type SpawnedService,
   waitFor,
   cliPath,
   freePort,
-  runCli,
   serviceEnv,
   spawnService,
   testStores,
@@ -20,10 +17,6 @@ import {
 import { request } from '../http-client.js'
 import { Scrape } from '../metrics-scrape.js'
 
-/**
- * A POST /plants whose body is only partly sent, so it is in flight when a signal lands; `rest` is
- * what completes it, and `reply` collects what the server sends back on the connection.
- */
 /** Waits (up to 60 s, as spawnService) for a service started outside spawnService to answer /healthz. */
 async function untilHealthy(port: number): Promise<void> {
   await waitFor(
@@ -55,6 +48,10 @@ async function untilInFlight(url: string, token: string): Promise<void> {
   )
 }
 
+/**
+ * A POST /plants whose body is only partly sent, so it is in flight when a signal lands; `rest` is
+ * what completes it, and `reply` collects what the server sends back on the connection.
+ */
 async function postInFlight(url: string, token: string, body: string) {
   const socket = net.connect(Number(new URL(url).port), '127.0.0.1')
   await new Promise((resolve) => socket.once('connect', resolve))
@@ -482,65 +479,3 @@ for (const store of testStores()) {
     })
   })
 }
-
-describe('configuration', () => {
-  const folder = mkdtempSync(path.join(os.tmpdir(), 'plant-store-config-'))
-  after(() => rmSync(folder, { recursive: true, force: true }))
-  const unopenable = path.join(folder, 'not-a-database.db')
-  writeFileSync(unopenable, 'this is not SQLite, just text long enough to have a header')
-  for (const [name, value] of [
-    ['PORT', 'eighty'],
-    ['PORT', '70000'],
-    ['LOG_LEVEL', 'loud'],
-    ['BODY_LIMIT', 'big'],
-    ['DATABASE_URL', 'mysql://x'],
-    ['DATABASE_URL', ''],
-    ['DATABASE_URL', '  '],
-    ['DATABASE_URL', 'postgres://u@127.0.0.1:1/db?sslmode=bogus'],
-    ['DATABASE_URL', 'postgres://u@[::1]:1/db'],
-    ['DATABASE_URL', 'postgres://postgres@127.0.0.1:99999/x'],
-    ['DATABASE_URL', 'postgres://postgres@127.0.0.1:0/x'],
-    ['REQUEST_TIMEOUT_MS', '2000'],
-    ['WEBHOOK_BACKOFF_BASE_MS', '86400000'],
-    ['DB_STATEMENT_TIMEOUT_MS', '99'],
-    ['SQLITE_SYNC', 'sometimes'],
-    ['LINGER_BYTES', '65MiB'],
-    ['OTEL_SDK_DISABLED', 'maybe'],
-    ['WEBHOOK_LEASE_MS', '5000'],
-    ['TOKEN_CACHE_MS', '5000'],
-    ['HOST', 'not-a-host..'],
-    ['TRUST_PROXY', 'nginx'],
-    ['TRUST_PROXY', '10.0.0.0/33'],
-    ['PLANT_STORE_DB', folder],
-    ['PLANT_STORE_DB', unopenable],
-    ['PLANT_STORE_DB', '/proc/plant-store-nope/x.db'],
-    ['PLANT_STORE_DB', ':memory:'],
-    ['PLANT_STORE_DB', 'file:plants.db?mode=memory'],
-  ] as const) {
-    it(`stops startup on ${name}=${JSON.stringify(value)} with one line naming ${name}`, async () => {
-      const env = { PLANT_STORE_DB: path.join(folder, 'never-created/x.db'), PORT: '0', [name]: value }
-      const result = await runCli(['serve'], env)
-      assert.equal(result.code, 1, result.stderr)
-      assert.match(result.stderr, new RegExp(name))
-      assert.doesNotMatch(result.stderr, /\n[ \t]+at /, 'no stack trace')
-    })
-  }
-
-  it('takes a DATABASE_URL with spaces around it like any other setting', async () => {
-    for (const value of [
-      ' postgres://nobody@127.0.0.1:1/nowhere',
-      'postgres://nobody@127.0.0.1:1/nowhere ',
-    ]) {
-      const result = await runCli(['serve'], { DATABASE_URL: value, PORT: '0' })
-      assert.equal(result.code, 1, result.stderr)
-      assert.match(result.stderr, /DATABASE_URL/)
-      assert.doesNotMatch(result.stderr, /must start with/, JSON.stringify(value))
-    }
-  })
-
-  it('says a DATABASE_URL port is out of range rather than blaming the password', async () => {
-    const env = { DATABASE_URL: 'postgres://postgres@127.0.0.1:99999/x', PORT: '0' }
-    const result = await runCli(['serve'], env)
-    assert.match(result.stderr, /DATABASE_URL port must be between 1 and 65535, got 99999/)
-  })
-})
