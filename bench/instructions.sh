@@ -8,6 +8,7 @@
 # Any environment variable passes to the service (e.g. METRICS=false, DATABASE_URL=...); without
 # DATABASE_URL it runs on a new SQLite file. SERVICE_BUNDLE picks another build of dist/bundle/main.js.
 # YARDSTICK=baseline or YARDSTICK=fastify-reference counts bench/<that>.mjs instead of the service.
+# BY_MODULE=1 also prints the main thread's count by module (bench/lib/instructions-by-module.mjs).
 # Needs valgrind (Debian: apt-get install -y valgrind). Bounded: the service is killed after 600 s.
 set -euo pipefail
 
@@ -27,6 +28,7 @@ cleanup() {
 trap cleanup EXIT
 
 case "$SCENARIO" in get | create) ;; *) echo "usage: bench/instructions.sh [get|create] [requests]" >&2; exit 2 ;; esac
+BY_MODULE="${BY_MODULE:-}"
 case "${YARDSTICK:-}" in '' | baseline | fastify-reference) ;; *) echo "YARDSTICK is baseline or fastify-reference" >&2; exit 2 ;; esac
 command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install -y valgrind)" >&2; exit 2; }
 [[ -f "$BUNDLE" ]] || { echo "$BUNDLE is missing: run npm run build first" >&2; exit 2; }
@@ -44,10 +46,18 @@ else
 fi
 
 # vgdb names its files after HOST and USER; callgrind_control must see the same ones. The server
-# runs with npm start's Node flags.
+# runs with npm start's Node flags; BY_MODULE adds V8's perf map (/tmp/perf-PID.map), which names
+# the generated code that callgrind sees only by address.
+NODE_FLAGS=($(node "$ROOT/scripts/start-node-flags.mjs"))
+VALGRIND_FLAGS=()
+if [[ -n "$BY_MODULE" ]]; then
+  # V8 logs to isolate-*.log in the current folder when it writes a perf map; that goes to WORK.
+  NODE_FLAGS+=(--perf-basic-prof --no-logfile-per-isolate "--logfile=$WORK/v8.log")
+  VALGRIND_FLAGS+=(--separate-threads=yes)
+fi
 timeout 600 valgrind --tool=callgrind --vgdb=yes --vgdb-prefix="$WORK/vgdb" --smc-check=all-non-file \
-  --callgrind-out-file="$WORK/callgrind.out" \
-  node $(node "$ROOT/scripts/start-node-flags.mjs") "${SERVER[@]}" >"$WORK/service.log" 2>&1 &
+  --callgrind-out-file="$WORK/callgrind.out" "${VALGRIND_FLAGS[@]}" \
+  node "${NODE_FLAGS[@]}" "${SERVER[@]}" >"$WORK/service.log" 2>&1 &
 PID=$!
 for _ in $(seq 1 90); do
   curl -s -m 2 -o /dev/null "http://127.0.0.1:$PORT/healthz" && break
@@ -62,8 +72,18 @@ counted() {
 }
 load() { node "$ROOT/bench/lib/fixed-load.mjs" "$PORT" "$SCENARIO" "$1" "$WORK/token"; }
 
+control() { callgrind_control --vgdb-prefix="$WORK/vgdb" "$@" "$(pgrep -P "$PID")" >/dev/null; }
+
 load "$WARMUP" >/dev/null
-read -r all0 main0 < <(counted)
+# BY_MODULE: the counters start from zero, so that the dump holds the measured requests only.
+if [[ -n "$BY_MODULE" ]]; then control -z; all0=0 main0=0; else read -r all0 main0 < <(counted); fi
 load "$REQUESTS"
 read -r all1 main1 < <(counted)
 echo "$SCENARIO: $(( (all1 - all0) / REQUESTS )) instructions per request, $(( (main1 - main0) / REQUESTS )) on the main thread"
+if [[ -n "$BY_MODULE" ]]; then
+  control -d
+  NODE_PID="$(pgrep -P "$PID")"
+  DUMP="$(ls "$WORK"/callgrind.out.*-01 | head -1)"
+  node "$ROOT/bench/lib/instructions-by-module.mjs" "$DUMP" "/tmp/perf-$NODE_PID.map" "$BUNDLE" "$REQUESTS"
+  rm -f "/tmp/perf-$NODE_PID.map"
+fi
