@@ -20,9 +20,11 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUNDLE="${SERVICE_BUNDLE:-$ROOT/dist/bundle/main.js}"
 WORK="$(mktemp -d)"
 PID=""
+NODE_PID=""
 
 cleanup() {
   [[ -n "$PID" ]] && kill "$PID" 2>/dev/null || true
+  [[ -n "$NODE_PID" ]] && rm -f "/tmp/perf-$NODE_PID.map"
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -64,6 +66,8 @@ for _ in $(seq 1 90); do
   sleep 2
 done
 curl -s -m 2 -o /dev/null "http://127.0.0.1:$PORT/healthz" || { tail -5 "$WORK/service.log" >&2; exit 1; }
+# valgrind runs node in a process of its own, whose pid names the perf map V8 writes.
+[[ -n "$BY_MODULE" ]] && NODE_PID="$(pgrep -P "$PID")"
 
 # Instructions so far, all threads and the main thread, as callgrind_control reports them.
 counted() {
@@ -72,7 +76,7 @@ counted() {
 }
 load() { node "$ROOT/bench/lib/fixed-load.mjs" "$PORT" "$SCENARIO" "$1" "$WORK/token"; }
 
-control() { callgrind_control --vgdb-prefix="$WORK/vgdb" "$@" "$(pgrep -P "$PID")" >/dev/null; }
+control() { callgrind_control --vgdb-prefix="$WORK/vgdb" "$@" "$(pgrep -P "$PID")" >/dev/null 2>&1; }
 
 load "$WARMUP" >/dev/null
 # BY_MODULE: the counters start from zero, so that the dump holds the measured requests only.
@@ -82,8 +86,7 @@ read -r all1 main1 < <(counted)
 echo "$SCENARIO: $(( (all1 - all0) / REQUESTS )) instructions per request, $(( (main1 - main0) / REQUESTS )) on the main thread"
 if [[ -n "$BY_MODULE" ]]; then
   control -d
-  NODE_PID="$(pgrep -P "$PID")"
+  # The dump's files are callgrind.out.PART-THREAD; the main thread is thread 01.
   DUMP="$(ls "$WORK"/callgrind.out.*-01 | head -1)"
   node "$ROOT/bench/lib/instructions-by-module.mjs" "$DUMP" "/tmp/perf-$NODE_PID.map" "$BUNDLE" "$REQUESTS"
-  rm -f "/tmp/perf-$NODE_PID.map"
 fi
