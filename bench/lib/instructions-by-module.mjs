@@ -8,6 +8,7 @@
 // into: Fastify's hooks call the next hook, so an inclusive cost would nest the whole request.
 // A function of the bundle is charged to the module esbuild's `// path` comment puts it in.
 import fs from 'node:fs'
+import { packageOf } from './packages.mjs'
 
 const [callgrindFile, perfMapFile, bundleFile, requests] = process.argv.slice(2)
 
@@ -124,8 +125,8 @@ function bundleModules(file) {
       if (start > line) break
       module = path
     }
-    const parts = module.split('/')
-    if (parts[0] === 'node_modules') return parts.slice(0, parts[1].startsWith('@') ? 3 : 2).join('/')
+    const installed = packageOf(module)
+    if (installed) return `node_modules/${installed}`
     return module.replace(/^dist\//, '').replace(/\.js$/, '.ts')
   }
 }
@@ -134,8 +135,8 @@ function moduleOf(name, bundleModule) {
   if (name.startsWith('RegExp:')) return 'regular expressions (any caller)'
   const inBundle = /main\.js:(\d+):\d+$/.exec(name)
   if (inBundle) return bundleModule(Number(inBundle[1]))
-  const installed = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(name)
-  if (installed) return `node_modules/${installed[1]}`
+  const installed = packageOf(name)
+  if (installed) return `node_modules/${installed}`
   const nodeModule = /node:([\w/]+):\d+:\d+$/.exec(name)?.[1]
   if (!nodeModule) return name.replace(/^JS:[*^~]?\S* /, '').replace(/:\d+:\d+$/, '') || '(unnamed code)'
   if (/^(_http_|net$|internal\/http|internal\/stream_base)/.test(nodeModule)) return 'node: http, net'

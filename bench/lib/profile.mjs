@@ -2,6 +2,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { runLoad } from './load.mjs'
+import { packageOf } from './packages.mjs'
 import { cpuSeconds, stopProcess } from './proc.mjs'
 import { spawnService } from './servers.mjs'
 import { ROOT } from './stores.mjs'
@@ -16,11 +17,8 @@ function componentOf(frame) {
   if (!url && /^anonymous\d*$/.test(functionName)) return 'generated code (serializers, validators)'
   if (!url) return 'native / V8 builtins'
   if (url.startsWith('node:')) return 'node core (http, net, streams)'
-  const modules = url.lastIndexOf('/node_modules/')
-  if (modules !== -1) {
-    const rest = url.slice(modules + '/node_modules/'.length).split('/')
-    return rest[0]?.startsWith('@') ? `${rest[0]}/${rest[1]}` : (rest[0] ?? url)
-  }
+  const installed = packageOf(url)
+  if (installed) return installed
   if (url.includes(ROOT)) return 'service (dist/src)'
   return url
 }
